@@ -1,0 +1,78 @@
+# Thin front door over CMake. `make help` lists the targets.
+#
+#   make lesson-1 && ./run        build lesson 1, point ./run at it, run it
+#   make test                     build everything, run every test (GPU suites skip without a GPU)
+#
+# ARCH=86 (or "80;90") overrides the CUDA architectures of every lesson but 05;
+# ARCH_HOPPER=90a those of lesson 05. BUILD=Debug adds -G to device code.
+
+BUILD_DIR ?= build
+BUILD     ?= Release
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE     ?= cmake
+CTEST     ?= ctest
+
+CONFIG_ARGS := -DCMAKE_BUILD_TYPE=$(BUILD)
+ifdef ARCH
+CONFIG_ARGS += "-DATTN_ARCHS=$(ARCH)" "-DCMAKE_CUDA_ARCHITECTURES=$(ARCH)"
+endif
+ifdef ARCH_HOPPER
+CONFIG_ARGS += "-DATTN_ARCHS_HOPPER=$(ARCH_HOPPER)"
+endif
+
+LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMakeLists.txt)))
+
+.PHONY: help configure all test docs clean bench drill-check FORCE
+
+help:
+	@echo "Targets:"
+	@echo "  make lesson-N        build lesson N (1..7) and point ./run at it; then ./run --help"
+	@echo "  make test           build everything and run every test with ctest"
+	@echo "  make drill-N        build lesson N's checklist against your drills/ file and run it"
+	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
+	@echo "  make docs           Doxygen HTML into $(BUILD_DIR)/docs/html (warnings are errors)"
+	@echo "  make bench          the PyTorch peer comparison (GPU machine with PyTorch)"
+	@echo "  make all            build everything"
+	@echo "  make clean          remove $(BUILD_DIR)/ and ./run"
+	@echo "Variables: ARCH=\"80;90\"  ARCH_HOPPER=90a  BUILD=Debug|Release  BUILD_DIR=build  JOBS=N"
+	@echo "Lessons present: $(LESSONS)"
+
+# Configure when the build directory is new, or when ARCH/BUILD are given (cheap when unchanged).
+configure:
+	@if [ ! -f $(BUILD_DIR)/CMakeCache.txt ] || [ -n "$(ARCH)$(ARCH_HOPPER)" ] || [ "$(BUILD)" != "Release" ]; then \
+	  $(CMAKE) -S . -B $(BUILD_DIR) $(CONFIG_ARGS); \
+	fi
+
+all: configure
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
+
+lesson-%: configure FORCE
+	@n=$*; case "$$n" in [1-9]) ;; *) echo "make lesson-N: N is a lesson number, 1..7"; exit 2;; esac; \
+	dir=$$(ls -d lessons/0$$n_* 2>/dev/null | head -n 1); \
+	if [ -z "$$dir" ] || [ ! -f "$$dir/CMakeLists.txt" ]; then \
+	  echo "lesson $$n is not written yet; present: $(LESSONS)"; exit 2; fi; \
+	$(CMAKE) --build $(BUILD_DIR) --target lesson-$$n -j $(JOBS) && \
+	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
+
+test: configure
+	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
+	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure
+
+drill-%: configure FORCE
+	@n=$*; case "$$n" in [1-9]) ;; check) exit 0;; *) echo "make drill-N: N is a lesson number"; exit 2;; esac; \
+	$(CMAKE) --build $(BUILD_DIR) --target drill-$$n -j $(JOBS) || exit $$?; \
+	./$(BUILD_DIR)/bin/drill-$$n
+
+drill-check: configure
+	@bash scripts/drill-check.sh $(BUILD_DIR) $(JOBS)
+
+docs: configure
+	$(CMAKE) --build $(BUILD_DIR) --target docs
+
+bench:
+	@bash bench/run.sh
+
+clean:
+	rm -rf $(BUILD_DIR) run
+
+FORCE:

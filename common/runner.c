@@ -1,0 +1,578 @@
+/* The runner: check, time and tabulate a lesson's versions. See attn_runner.h. */
+#include "attn_runner.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attn_bf16.h"
+#include "attn_paged.h"
+#include "attn_reference.h"
+#include "attn_rng.h"
+#include "attn_timer.h"
+
+/* Rows sampled per (batch, head) beyond the first and last, when a problem is too big to check whole. */
+#define SAMPLE_ROWS_PER_HEAD 8
+
+const char *attn_status_name(attn_status s) {
+  switch (s) {
+    case ATTN_PASS: return "PASS";
+    case ATTN_FAIL: return "FAIL";
+    case ATTN_SKIPPED: return "skipped";
+    case ATTN_ERROR: return "ERROR";
+    case ATTN_UNCHECKED: return "unchecked";
+  }
+  return "?";
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- Inputs shared by the attention versions of one run --------------------------------------- */
+
+typedef struct dense_inputs {
+  const attn_problem *p;
+  uint64_t seed;
+  float *hq, *hk, *hv;           /* host, fp32 values that are exact in bf16 */
+  size_t *rows;                  /* rows the reference covers */
+  size_t n_rows;
+  double *ref_o, *ref_lse;       /* [n_rows, dim], [n_rows] */
+  void *dq[2], *dk[2], *dv[2];   /* device copies per dtype (index attn_dtype) */
+  attn_paged paged;              /* host paged cache, built on first use */
+  int paged_built;
+  void *dkc[2], *dvc[2];         /* device caches per dtype */
+  int *d_table, *d_lens;
+} dense_inputs;
+
+static cudaError_t upload(void **dst, const float *src, size_t n, attn_dtype t) {
+  size_t bytes = n * attn_dtype_size(t);
+  ATTN_TRY(cudaMalloc(dst, bytes ? bytes : 1));
+  if (t == ATTN_F32) {
+    ATTN_TRY(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return cudaSuccess;
+  }
+  uint16_t *tmp = (uint16_t *)malloc(bytes ? bytes : 1);
+  if (!tmp) return cudaErrorMemoryAllocation;
+  attn_f32_to_bf16_array(src, tmp, n);
+  cudaError_t e = cudaMemcpy(*dst, tmp, bytes, cudaMemcpyHostToDevice);
+  free(tmp);
+  ATTN_TRY(e);
+  return cudaSuccess;
+}
+
+static int inputs_host(dense_inputs *in, int need_reference, FILE *out) {
+  const attn_problem *p = in->p;
+  size_t nq = attn_q_elems(p), nkv = attn_kv_elems(p);
+  in->hq = (float *)malloc(sizeof(float) * (nq ? nq : 1));
+  in->hk = (float *)malloc(sizeof(float) * (nkv ? nkv : 1));
+  in->hv = (float *)malloc(sizeof(float) * (nkv ? nkv : 1));
+  if (!in->hq || !in->hk || !in->hv) return -1;
+  attn_fill_attention_input(in->hq, nq, in->seed, 1);
+  attn_fill_attention_input(in->hk, nkv, in->seed, 2);
+  attn_fill_attention_input(in->hv, nkv, in->seed, 3);
+  if (!need_reference) return 0;
+  in->rows = attn_sample_rows(p, SAMPLE_ROWS_PER_HEAD, in->seed, &in->n_rows);
+  if (!in->rows) return -1;
+  in->ref_o = (double *)malloc(sizeof(double) * in->n_rows * p->dim + 1);
+  in->ref_lse = (double *)malloc(sizeof(double) * in->n_rows + 1);
+  if (!in->ref_o || !in->ref_lse) return -1;
+  double t0 = now_s();
+  attn_reference(p, in->hq, in->hk, in->hv, in->rows, in->n_rows, in->ref_o, in->ref_lse);
+  if (out)
+    fprintf(out, "reference: %zu of %zu rows (%s) in double on the CPU, %.2f s\n", in->n_rows,
+            attn_rows(p), in->n_rows == attn_rows(p) ? "all" : "sampled", now_s() - t0);
+  return 0;
+}
+
+static cudaError_t inputs_device(dense_inputs *in, attn_dtype t, int paged) {
+  const attn_problem *p = in->p;
+  if (!in->dq[t]) ATTN_TRY(upload(&in->dq[t], in->hq, attn_q_elems(p), t));
+  if (!paged) {
+    if (!in->dk[t]) ATTN_TRY(upload(&in->dk[t], in->hk, attn_kv_elems(p), t));
+    if (!in->dv[t]) ATTN_TRY(upload(&in->dv[t], in->hv, attn_kv_elems(p), t));
+    return cudaSuccess;
+  }
+  if (!in->paged_built) {
+    if (attn_paged_build(p, in->hk, in->hv, in->seed, &in->paged) != 0)
+      return cudaErrorMemoryAllocation;
+    in->paged_built = 1;
+  }
+  attn_paged *c = &in->paged;
+  size_t elems = (size_t)c->num_blocks * c->block_size * c->kv_heads * c->dim;
+  if (!in->dkc[t]) ATTN_TRY(upload(&in->dkc[t], c->k_cache, elems, t));
+  if (!in->dvc[t]) ATTN_TRY(upload(&in->dvc[t], c->v_cache, elems, t));
+  if (!in->d_table) {
+    size_t tb = sizeof(int) * (size_t)p->batch * c->max_blocks;
+    ATTN_TRY(cudaMalloc((void **)&in->d_table, tb));
+    ATTN_TRY(cudaMemcpy(in->d_table, c->block_table, tb, cudaMemcpyHostToDevice));
+    ATTN_TRY(cudaMalloc((void **)&in->d_lens, sizeof(int) * (size_t)p->batch));
+    ATTN_TRY(cudaMemcpy(in->d_lens, c->seq_lens, sizeof(int) * (size_t)p->batch,
+                        cudaMemcpyHostToDevice));
+  }
+  return cudaSuccess;
+}
+
+static void inputs_free(dense_inputs *in) {
+  free(in->hq);
+  free(in->hk);
+  free(in->hv);
+  free(in->rows);
+  free(in->ref_o);
+  free(in->ref_lse);
+  for (int t = 0; t < 2; ++t) {
+    cudaFree(in->dq[t]);
+    cudaFree(in->dk[t]);
+    cudaFree(in->dv[t]);
+    cudaFree(in->dkc[t]);
+    cudaFree(in->dvc[t]);
+  }
+  cudaFree(in->d_table);
+  cudaFree(in->d_lens);
+  if (in->paged_built) attn_paged_free(&in->paged);
+}
+
+/* ---- One attention version ---------------------------------------------------------------------- */
+
+typedef struct dense_launch {
+  const attn_version *v;
+  const attn_problem *p;
+  attn_args args;
+} dense_launch;
+
+static cudaError_t dense_thunk(void *ctx, cudaStream_t s) {
+  dense_launch *d = (dense_launch *)ctx;
+  return d->v->launch(d->p, &d->args, s);
+}
+
+typedef struct custom_launch {
+  const attn_custom *c;
+  void *state;
+} custom_launch;
+
+static cudaError_t custom_thunk(void *ctx, cudaStream_t s) {
+  custom_launch *c = (custom_launch *)ctx;
+  return c->c->launch(c->state, s);
+}
+
+/* A CUDA error that poisons the context (illegal address, launch failure, ...) ends the run. */
+static int sticky(cudaError_t e) {
+  return e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure ||
+         e == cudaErrorHardwareStackError || e == cudaErrorIllegalInstruction ||
+         e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace ||
+         e == cudaErrorInvalidPc || e == cudaErrorAssert || e == cudaErrorLaunchTimeout ||
+         e == cudaErrorUnknown;
+}
+
+static void set_error(attn_result *r, cudaError_t e, const char *where) {
+  r->status = ATTN_ERROR;
+  snprintf(r->note, sizeof r->note, "%s: %s (%s)", where, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static void set_skip(attn_result *r, const char *why) {
+  r->status = ATTN_SKIPPED;
+  snprintf(r->note, sizeof r->note, "%s", why);
+}
+
+/* Out-of-memory on allocation is a skip, not an error: the shape is too big for this GPU. */
+static int alloc_or_skip(attn_result *r, void **ptr, size_t bytes, const char *what) {
+  cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
+  if (e == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  *ptr = NULL;
+  if (e == cudaErrorMemoryAllocation) {
+    char why[160];
+    snprintf(why, sizeof why, "not enough device memory for %s (%.2f GB)", what, bytes / 1e9);
+    set_skip(r, why);
+  } else {
+    set_error(r, e, "cudaMalloc");
+  }
+  return -1;
+}
+
+static void run_dense(const attn_version *v, const attn_options *o, dense_inputs *in,
+                      cudaStream_t stream, attn_result *r) {
+  const attn_problem *p = &o->problem;
+  const int paged = v->kind == ATTN_PAGED;
+  dense_launch dl;
+  memset(&dl, 0, sizeof dl);
+  dl.v = v;
+  dl.p = p;
+  void *o_buf = NULL, *lse_buf = NULL, *ws = NULL;
+  size_t o_bytes = attn_q_elems(p) * attn_dtype_size(v->dtype);
+  size_t lse_bytes = attn_rows(p) * sizeof(float);
+  size_t ws_bytes = v->workspace ? v->workspace(p) : 0;
+  void *host_o = NULL;
+  float *host_lse = NULL;
+
+  cudaError_t e = inputs_device(in, v->dtype, paged);
+  if (e != cudaSuccess) {
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      set_skip(r, "not enough device memory for the inputs");
+    } else {
+      set_error(r, e, "inputs");
+    }
+    return;
+  }
+  if (alloc_or_skip(r, &o_buf, o_bytes, "O") || alloc_or_skip(r, &lse_buf, lse_bytes, "LSE") ||
+      (ws_bytes && alloc_or_skip(r, &ws, ws_bytes, "the workspace")))
+    goto done;
+
+  dl.args.q = in->dq[v->dtype];
+  dl.args.o = o_buf;
+  dl.args.lse = (float *)lse_buf;
+  dl.args.workspace = ws;
+  dl.args.workspace_bytes = ws_bytes;
+  if (paged) {
+    dl.args.k_cache = in->dkc[v->dtype];
+    dl.args.v_cache = in->dvc[v->dtype];
+    dl.args.block_table = in->d_table;
+    dl.args.seq_lens = in->d_lens;
+    dl.args.num_blocks = in->paged.num_blocks;
+    dl.args.max_blocks = in->paged.max_blocks;
+  } else {
+    dl.args.k = in->dk[v->dtype];
+    dl.args.v = in->dv[v->dtype];
+  }
+
+  if (!o->no_check) {
+    if ((e = attn_poison(o_buf, o_bytes, stream)) != cudaSuccess ||
+        (e = attn_poison(lse_buf, lse_bytes, stream)) != cudaSuccess) {
+      set_error(r, e, "poison");
+      goto done;
+    }
+    if ((e = dense_thunk(&dl, stream)) != cudaSuccess || (e = cudaStreamSynchronize(stream)) != cudaSuccess) {
+      set_error(r, e, "launch");
+      goto done;
+    }
+    host_o = malloc(o_bytes ? o_bytes : 1);
+    host_lse = (float *)malloc(lse_bytes ? lse_bytes : 1);
+    if (!host_o || !host_lse) {
+      set_error(r, cudaErrorMemoryAllocation, "host copy");
+      goto done;
+    }
+    if ((e = cudaMemcpy(host_o, o_buf, o_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess ||
+        (e = cudaMemcpy(host_lse, lse_buf, lse_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess) {
+      set_error(r, e, "copy back");
+      goto done;
+    }
+    attn_verdict_init(&r->verdict, v->dtype);
+    attn_verdict_scan(&r->verdict, v->dtype, host_o, attn_q_elems(p), 0);
+    for (size_t t = 0; t < in->n_rows; ++t) {
+      size_t row = in->rows[t];
+      for (int d = 0; d < p->dim; ++d)
+        attn_verdict_add(&r->verdict, attn_load(v->dtype, host_o, row * p->dim + d),
+                         in->ref_o[t * p->dim + d]);
+    }
+    attn_verdict_finish(&r->verdict);
+    int pass = r->verdict.pass;
+    if (v->writes_lse) {
+      /* fp32 log-sum-exp of unit-scale scores: judged with fp32 absolute tolerance scaled by its
+       * magnitude (|lse| grows like log(seq_kv)). */
+      attn_verdict_init(&r->verdict_lse, ATTN_F32);
+      if (v->dtype == ATTN_BF16) {
+        r->verdict_lse.tol_max_abs = ATTN_TOL_BF16_MAX_ABS;
+        r->verdict_lse.tol_rel_l2 = ATTN_TOL_BF16_REL_L2;
+      } else {
+        r->verdict_lse.tol_max_abs = 1e-3;
+      }
+      attn_verdict_scan(&r->verdict_lse, ATTN_F32, host_lse, attn_rows(p), 1);
+      for (size_t t = 0; t < in->n_rows; ++t)
+        attn_verdict_add(&r->verdict_lse, host_lse[attn_row_lse_index(p, in->rows[t])],
+                         in->ref_lse[t]);
+      attn_verdict_finish(&r->verdict_lse);
+      pass = pass && r->verdict_lse.pass;
+    }
+    r->status = pass ? ATTN_PASS : ATTN_FAIL;
+  } else {
+    r->status = ATTN_UNCHECKED;
+  }
+
+  r->work.flops = attn_flops(p);
+  r->work.bytes = attn_min_bytes(p, v->dtype, v->writes_lse);
+  if (!o->check_only) {
+    e = attn_time(dense_thunk, &dl, stream, o->warmup, o->iters, 1, &r->timing);
+    if (e != cudaSuccess) {
+      set_error(r, e, "timing");
+      goto done;
+    }
+    r->timed = 1;
+  }
+done:
+  free(host_o);
+  free(host_lse);
+  cudaFree(o_buf);
+  cudaFree(lse_buf);
+  cudaFree(ws);
+}
+
+static void run_custom(const attn_version *v, const attn_options *o, const attn_device *dev,
+                       cudaStream_t stream, attn_result *r) {
+  const attn_custom *c = v->custom;
+  custom_launch cl = {c, NULL};
+  attn_setup_ctx ctx = {&o->problem, o, dev};
+  const char *skip = NULL;
+  cudaError_t e = c->setup(&cl.state, &ctx, &skip);
+  if (e != cudaSuccess || skip) {
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      set_skip(r, "not enough device memory");
+    } else if (e != cudaSuccess) {
+      set_error(r, e, "setup");
+    } else {
+      set_skip(r, skip);
+    }
+    if (c->teardown) c->teardown(cl.state);
+    return;
+  }
+  if (!o->no_check) {
+    if ((e = c->poison(cl.state, stream)) != cudaSuccess) {
+      set_error(r, e, "poison");
+      goto done;
+    }
+    if ((e = c->launch(cl.state, stream)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(stream)) != cudaSuccess) {
+      set_error(r, e, "launch");
+      goto done;
+    }
+    attn_verdict_init(&r->verdict, v->dtype);
+    if ((e = c->check(cl.state, &r->verdict)) != cudaSuccess) {
+      set_error(r, e, "check");
+      goto done;
+    }
+    attn_verdict_finish(&r->verdict);
+    r->status = r->verdict.pass ? ATTN_PASS : ATTN_FAIL;
+  } else {
+    r->status = ATTN_UNCHECKED;
+  }
+  c->work(cl.state, &r->work);
+  if (!o->check_only) {
+    e = attn_time(custom_thunk, &cl, stream, o->warmup, o->iters, 1, &r->timing);
+    if (e != cudaSuccess) {
+      set_error(r, e, "timing");
+      goto done;
+    }
+    r->timed = 1;
+  }
+done:
+  c->teardown(cl.state);
+}
+
+/* ---- Table ---------------------------------------------------------------------------------------- */
+
+static void table_header(FILE *out) {
+  fprintf(out, "\n%2s  %-22s %-5s %-9s %9s %9s %10s %9s %6s %9s %6s\n", "#", "version", "dtype",
+          "check", "max_abs", "rel_l2", "ms", "TFLOP/s", "%peak", "GB/s", "%peak");
+}
+
+static void table_row(FILE *out, const attn_result *r) {
+  const attn_version *v = r->version;
+  fprintf(out, "%2d  %-22s %-5s ", r->index, v->name, attn_dtype_name(v->dtype));
+  if (r->status == ATTN_SKIPPED || r->status == ATTN_ERROR) {
+    fprintf(out, "%s: %s\n", attn_status_name(r->status), r->note);
+    return;
+  }
+  fprintf(out, "%-9s ", attn_status_name(r->status));
+  if (r->status == ATTN_UNCHECKED)
+    fprintf(out, "%9s %9s ", "-", "-");
+  else
+    fprintf(out, "%9.2e %9.2e ", r->verdict.max_abs, r->verdict.rel_l2);
+  if (!r->timed) {
+    fprintf(out, "%10s\n", "-");
+  } else {
+    fprintf(out, "%10.4f ", r->timing.median_ms);
+    if (r->work.flops > 0)
+      fprintf(out, "%9.2f %5.1f%% ", r->tflops, r->pct_flops);
+    else
+      fprintf(out, "%9s %6s ", "-", "-");
+    if (r->work.bytes > 0)
+      fprintf(out, "%9.1f %5.1f%% %s\n", r->gbs, r->pct_bw,
+              r->work.peak_label ? r->work.peak_label : "HBM");
+    else
+      fprintf(out, "%9s %6s\n", "-", "-");
+  }
+  if (r->status == ATTN_FAIL) {
+    fprintf(out, "    O:   ");
+    attn_verdict_print(&r->verdict, out);
+    fprintf(out, "\n");
+  }
+  if (r->verdict_lse.compared > 0 && (r->status == ATTN_FAIL || !r->verdict_lse.pass)) {
+    fprintf(out, "    LSE: ");
+    attn_verdict_print(&r->verdict_lse, out);
+    fprintf(out, "\n");
+  }
+}
+
+static void rates(const attn_device *dev, attn_result *r) {
+  if (!r->timed || r->timing.median_ms <= 0) return;
+  double s = r->timing.median_ms * 1e-3;
+  r->tflops = r->work.flops / s / 1e12;
+  double peak = r->version->dtype == ATTN_BF16 ? dev->bf16_tensor_tflops : dev->fp32_tflops;
+  r->pct_flops = peak > 0 ? 100.0 * r->tflops / peak : 0.0;
+  r->gbs = r->work.bytes / s / 1e9;
+  double bw = r->work.peak_gbs > 0 ? r->work.peak_gbs : dev->mem_bw_gbs;
+  r->pct_bw = bw > 0 ? 100.0 * r->gbs / bw : 0.0;
+}
+
+int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_device *dev,
+                      attn_result *results, FILE *out) {
+  int failures = 0, dead = 0, need_ref = 0, any_dense = 0;
+  const int sm = attn_device_sm(dev);
+  for (int i = 0; i < L->n_versions; ++i) {
+    const attn_version *v = &L->versions[i];
+    int selected = o->version == 0 || o->version == i + 1;
+    if (selected && v->kind != ATTN_CUSTOM) {
+      any_dense = 1;
+      need_ref |= !o->no_check;
+    }
+  }
+  dense_inputs in;
+  memset(&in, 0, sizeof in);
+  in.p = &o->problem;
+  in.seed = o->seed;
+  if (any_dense && inputs_host(&in, need_ref, out) != 0) {
+    if (out) fprintf(out, "out of host memory for the inputs and the reference\n");
+    inputs_free(&in);
+    return L->n_versions;
+  }
+  cudaStream_t stream;
+  if (cudaStreamCreate(&stream) != cudaSuccess) {
+    if (out) fprintf(out, "cannot create a CUDA stream\n");
+    inputs_free(&in);
+    return L->n_versions;
+  }
+  if (out) table_header(out);
+  for (int i = 0; i < L->n_versions; ++i) {
+    const attn_version *v = &L->versions[i];
+    attn_result *r = &results[i];
+    memset(r, 0, sizeof *r);
+    r->version = v;
+    r->index = i + 1;
+    const char *why = NULL;
+    char buf[96];
+    if (o->version != 0 && o->version != i + 1) {
+      set_skip(r, "not selected");
+      continue; /* not printed */
+    }
+    if (dead) {
+      why = "not run: an earlier version left the GPU in an error state";
+    } else if (v->min_sm > 0 && sm < v->min_sm) {
+      snprintf(buf, sizeof buf, "needs sm_%d or newer, this GPU is sm_%d", v->min_sm, sm);
+      why = buf;
+    } else if (v->supports) {
+      why = v->supports(&o->problem);
+    }
+    if (why) {
+      set_skip(r, why);
+    } else if (v->kind == ATTN_CUSTOM) {
+      run_custom(v, o, dev, stream, r);
+    } else {
+      run_dense(v, o, &in, stream, r);
+    }
+    if (r->status == ATTN_ERROR) {
+      cudaError_t e = cudaDeviceSynchronize();
+      if (e == cudaSuccess) e = cudaGetLastError();
+      if (sticky(e)) dead = 1;
+    }
+    rates(dev, r);
+    if (r->status == ATTN_FAIL || r->status == ATTN_ERROR) failures++;
+    if (out) {
+      table_row(out, r);
+      fflush(out);
+    }
+  }
+  cudaStreamDestroy(stream);
+  inputs_free(&in);
+  return failures;
+}
+
+/* ---- The program ---------------------------------------------------------------------------------- */
+
+static void csv_write(FILE *f, const attn_lesson *L, const attn_options *o, const attn_device *dev,
+                      const attn_result *rs) {
+  const attn_problem *p = &o->problem;
+  fprintf(f, "lesson,version,name,dtype,batch,heads,kv_heads,seq_q,seq_kv,dim,causal,status,max_abs,"
+             "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note\n");
+  for (int i = 0; i < L->n_versions; ++i) {
+    const attn_result *r = &rs[i];
+    if (o->version != 0 && o->version != i + 1) continue;
+    fprintf(f, "%d,%d,%s,%s,%d,%d,%d,%d,%d,%d,%d,%s,", L->number, r->index, r->version->name,
+            attn_dtype_name(r->version->dtype), p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
+            p->dim, p->causal, attn_status_name(r->status));
+    if (r->status == ATTN_PASS || r->status == ATTN_FAIL)
+      fprintf(f, "%.3e,%.3e,", r->verdict.max_abs, r->verdict.rel_l2);
+    else
+      fprintf(f, ",,");
+    if (r->timed)
+      fprintf(f, "%.5f,%.3f,%.2f,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->pct_flops, r->gbs,
+              r->pct_bw, r->work.peak_label ? r->work.peak_label : "HBM");
+    else
+      fprintf(f, ",,,,,,");
+    /* Notes may hold commas: quote them. */
+    fprintf(f, "%s,\"%s\"\n", dev ? dev->name : "", r->note);
+  }
+}
+
+int attn_main(int argc, char **argv, const attn_lesson *L) {
+  char prog[32], err[256];
+  snprintf(prog, sizeof prog, "lesson-%d", L->number);
+  const char *names[64];
+  int n = L->n_versions < 64 ? L->n_versions : 64;
+  for (int i = 0; i < n; ++i) names[i] = L->versions[i].name;
+  attn_cli_spec spec = {prog, L->title, L->defaults, L->dims, L->n_dims, n, names};
+  attn_options o;
+  int rc = attn_cli_parse(argc, argv, &spec, &o, err, sizeof err, stdout);
+  if (rc == ATTN_CLI_HELP) return 0;
+  if (rc != ATTN_CLI_OK) {
+    fprintf(stderr, "%s: %s\n", prog, err);
+    return 2;
+  }
+  FILE *csv = NULL;
+  if (o.csv_path && !(csv = fopen(o.csv_path, "w"))) {
+    fprintf(stderr, "%s: --csv: cannot write '%s'\n", prog, o.csv_path);
+    return 2;
+  }
+
+  printf("lesson %d: %s\n", L->number, L->title);
+  printf("problem  ");
+  attn_problem_print(&o.problem, stdout);
+  printf("  seed %llu\n", (unsigned long long)o.seed);
+
+  int status = 0;
+  if (L->cpu_part && L->cpu_part(&o) != 0) status = 1;
+
+  attn_device dev;
+  char why[256];
+  if (o.cpu_only) {
+    printf("--cpu: GPU part not run\n");
+    if (csv) fclose(csv);
+    return status;
+  }
+  if (attn_device_query(&dev, why, sizeof why) != 0) {
+    printf("%s: the GPU part is not run; the CPU parts above ran\n", why);
+    if (csv) fclose(csv);
+    return status;
+  }
+  attn_device_print(&dev, stdout);
+
+  attn_result *results = (attn_result *)calloc((size_t)L->n_versions, sizeof(attn_result));
+  if (!results) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    if (csv) fclose(csv);
+    return 1;
+  }
+  int failures = attn_run_versions(L, &o, &dev, results, stdout);
+  if (failures) status = 1;
+  if (L->report && L->report(&o, &dev, results, L->n_versions) != 0) status = 1;
+  if (csv) {
+    csv_write(csv, L, &o, &dev, results);
+    fclose(csv);
+  }
+  printf("\n%s: %d version(s) failed or hit an error\n", failures ? "FAILED" : "ok", failures);
+  free(results);
+  return status;
+}
