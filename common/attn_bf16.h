@@ -23,8 +23,9 @@ uint16_t attn_f32_to_bf16(float x);
 float attn_bf16_to_f32(uint16_t b);
 /** @p x rounded to the nearest bf16 value, returned as fp32. */
 float attn_round_bf16(float x);
-/** Convert arrays. */
+/** Convert @p n values from fp32 @p src to bf16 bits in @p dst. */
 void attn_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
+/** Convert @p n bf16 values in @p src to fp32 in @p dst. */
 void attn_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 
 #ifdef __cplusplus

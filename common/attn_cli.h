@@ -47,7 +47,7 @@ typedef struct attn_cli_spec {
   const char *title;          /**< one line under the usage */
   attn_problem defaults;      /**< default shape (kv_heads 0: same as heads; seq_kv 0: same as seq_q) */
   const int *dims;            /**< head dimensions the lesson builds, or NULL for any in 1..1024 */
-  int n_dims;
+  int n_dims;                 /**< entries in dims */
   int n_versions;             /**< valid VERSION numbers are 1..n_versions */
   const char *const *version_names; /**< for --help; may be NULL */
 } attn_cli_spec;

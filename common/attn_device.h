@@ -23,7 +23,8 @@ extern "C" {
 typedef struct attn_device {
   int id;                       /**< CUDA device ordinal */
   char name[256];               /**< e.g. "NVIDIA H200" */
-  int cc_major, cc_minor;       /**< compute capability */
+  int cc_major;                 /**< compute capability, major */
+  int cc_minor;                 /**< compute capability, minor */
   int sm_count;                 /**< streaming multiprocessors */
   int sm_clock_khz;             /**< peak SM clock */
   int mem_clock_khz;            /**< peak memory clock */
@@ -35,7 +36,7 @@ typedef struct attn_device {
   size_t smem_per_block_optin;  /**< the most one block may ask for (cudaFuncSetAttribute) */
   int regs_per_sm;              /**< 32-bit registers per SM */
   int driver_version;           /**< e.g. 13000 for 13.0 */
-  int runtime_version;
+  int runtime_version;          /**< the CUDA runtime linked in, same encoding */
   double fp32_tflops;           /**< datasheet FP32 CUDA-core peak at sm_clock (0 when unknown) */
   double bf16_tensor_tflops;    /**< datasheet dense bf16 tensor-core peak, fp32 accumulate (0: unknown) */
 } attn_device;
@@ -54,9 +55,10 @@ const char *attn_build_archs(void);
  *  datasheet peaks. */
 void attn_device_print(const attn_device *d, FILE *f);
 
-/** Datasheet rates per SM per clock cycle for compute capability @p sm (e.g. 90): FP32 flops on CUDA
- *  cores and dense bf16 tensor-core flops with fp32 accumulation. 0 when the table lacks @p sm. */
+/** Datasheet FP32 flops per SM per clock on CUDA cores for compute capability @p sm (e.g. 90);
+ *  0 when the table lacks @p sm. */
 double attn_datasheet_fp32_flops_per_sm_clk(int sm);
+/** Datasheet dense bf16 tensor-core flops (fp32 accumulation) per SM per clock; 0 when unknown. */
 double attn_datasheet_bf16_flops_per_sm_clk(int sm);
 
 #ifdef __cplusplus

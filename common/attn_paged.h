@@ -25,7 +25,8 @@ typedef struct attn_paged {
   int num_blocks;   /**< physical blocks in the pool */
   int block_size;   /**< tokens per block */
   int max_blocks;   /**< block-table columns: ceil(seq_kv / block_size) */
-  int kv_heads, dim;
+  int kv_heads;     /**< KV heads per token slot */
+  int dim;          /**< head dimension */
   float *k_cache;   /**< [num_blocks, block_size, kv_heads, dim] */
   float *v_cache;   /**< [num_blocks, block_size, kv_heads, dim] */
   int *block_table; /**< [batch, max_blocks] */

@@ -29,8 +29,10 @@ size_t attn_row_lse_index(const attn_problem *p, size_t r);
 
 /**
  * Reference attention for the listed rows.
+ * @param p       the problem
  * @param q,k,v   fp32 inputs in the dense layouts of attn_types.h
  * @param rows    O row numbers; NULL means every row, in order (n_rows must be attn_rows(p))
+ * @param n_rows  number of rows
  * @param o       out: `[n_rows, dim]` in double
  * @param lse     out: `[n_rows]` natural-log log-sum-exp (-inf for a row that sees no key); may be NULL
  * Runs rows in parallel with OpenMP where the build has it.

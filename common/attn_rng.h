@@ -17,8 +17,8 @@ extern "C" {
 
 /** PCG32 state: 64-bit LCG state plus an odd increment that selects the stream. */
 typedef struct attn_rng {
-  uint64_t state;
-  uint64_t inc;
+  uint64_t state; /**< the LCG state */
+  uint64_t inc;   /**< odd increment: the stream */
 } attn_rng;
 
 /** Seed @p r for (@p seed, @p stream). */

@@ -46,7 +46,7 @@ typedef struct attn_args {
   int num_blocks;         /**< blocks in the paged pool */
   int max_blocks;         /**< block-table columns */
   void *workspace;        /**< scratch of the size the version's workspace() asked for */
-  size_t workspace_bytes;
+  size_t workspace_bytes; /**< its size */
 } attn_args;
 
 /** An attention launcher: enqueue the kernels on @p stream and return the first error. */
@@ -63,9 +63,9 @@ typedef struct attn_work {
 
 /** What attn_custom's setup gets. */
 typedef struct attn_setup_ctx {
-  const attn_problem *problem;
-  const attn_options *options;
-  const attn_device *device;
+  const attn_problem *problem; /**< the shape */
+  const attn_options *options; /**< seed, iterations, flags */
+  const attn_device *device;   /**< the GPU */
 } attn_setup_ctx;
 
 /** A version that brings its own data, launch and check. Every function receives the state that
@@ -94,7 +94,7 @@ typedef enum attn_kind { ATTN_DENSE = 0, ATTN_PAGED = 1, ATTN_CUSTOM = 2 } attn_
 typedef struct attn_version {
   const char *name;    /**< short name, e.g. "fa2-mma" */
   const char *summary; /**< one line: what this version does */
-  attn_kind kind;
+  attn_kind kind;      /**< dense, paged or custom */
   attn_dtype dtype;    /**< element type of Q, K, V, O; fp32 rates are against the CUDA-core peak,
                             bf16 against the tensor-core peak */
   int min_sm;          /**< lowest compute capability it runs on (e.g. 80, 90); 0 for any */
@@ -118,15 +118,15 @@ typedef enum attn_status {
 
 /** Everything measured for one version. */
 typedef struct attn_result {
-  const attn_version *version;
+  const attn_version *version; /**< the version measured */
   int index;            /**< 1-based number in the lesson's table */
-  attn_status status;
+  attn_status status;   /**< how it ended */
   char note[192];       /**< skip reason or error */
   attn_verdict verdict; /**< output (O for attention) */
   attn_verdict verdict_lse; /**< log-sum-exp, when checked (compared > 0) */
   int timed;            /**< 1 when the figures below are measured */
-  attn_timing timing;
-  attn_work work;
+  attn_timing timing;   /**< median, min, max of the timed runs */
+  attn_work work;       /**< the work model of one launch */
   double tflops;        /**< work.flops / median time, 1e12/s */
   double pct_flops;     /**< of the datasheet peak for the version's dtype (0 when unknown) */
   double gbs;           /**< work.bytes / median time, 1e9 bytes/s */
@@ -137,11 +137,11 @@ typedef struct attn_result {
 typedef struct attn_lesson {
   int number;                     /**< 1..7 */
   const char *title;              /**< one line */
-  const attn_version *versions;
-  int n_versions;
+  const attn_version *versions;   /**< the table, in teaching order */
+  int n_versions;                 /**< its length */
   attn_problem defaults;          /**< the default shape */
   const int *dims;                /**< head dimensions the lesson builds (NULL: any) */
-  int n_dims;
+  int n_dims;                     /**< entries in dims */
   /** Optional: CPU-only content (models, traffic counts), run before the GPU part, also with --cpu
    *  or without a GPU. Returns 0, or non-zero when something it checks fails. */
   int (*cpu_part)(const attn_options *o);

@@ -20,10 +20,10 @@ typedef cudaError_t (*attn_launch_thunk)(void *ctx, cudaStream_t stream);
 
 /** Result of attn_time(), in milliseconds. */
 typedef struct attn_timing {
-  double median_ms;
-  double min_ms;
-  double max_ms;
-  int iters;
+  double median_ms; /**< median of the timed runs */
+  double min_ms;    /**< fastest run */
+  double max_ms;    /**< slowest run */
+  int iters;        /**< timed runs */
 } attn_timing;
 
 /**

@@ -66,8 +66,9 @@ double attn_flops(const attn_problem *p);
  *  once, all in @p t, plus the fp32 log-sum-exp when @p with_lse. */
 double attn_min_bytes(const attn_problem *p, attn_dtype t, int with_lse);
 
-/** Elements of Q (and O), and of K (and V). */
+/** Elements of Q (and of O). */
 size_t attn_q_elems(const attn_problem *p);
+/** Elements of K (and of V). */
 size_t attn_kv_elems(const attn_problem *p);
 /** Rows of O and entries of the log-sum-exp: batch * heads * seq_q. */
 size_t attn_rows(const attn_problem *p);

@@ -22,11 +22,13 @@
 extern "C" {
 #endif
 
-/** Default tolerances. fp32: relative L2 1e-5, max-abs 1e-4 (unit-scale data);
- *  bf16 outputs: max-abs 1e-2 and relative L2 1e-2 (bf16 keeps 8 significant bits). */
+/** fp32 outputs: relative L2 error tolerance (unit-scale data). */
 #define ATTN_TOL_F32_REL_L2 1e-5
+/** fp32 outputs: max-abs error tolerance. */
 #define ATTN_TOL_F32_MAX_ABS 1e-4
+/** bf16 outputs: relative L2 error tolerance (bf16 keeps 8 significant bits). */
 #define ATTN_TOL_BF16_REL_L2 1e-2
+/** bf16 outputs: max-abs error tolerance (half a bf16 step at 1.0 is 2^-8, about 4e-3). */
 #define ATTN_TOL_BF16_MAX_ABS 1e-2
 
 /** The byte every output is poisoned with before a checked launch. */
