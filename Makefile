@@ -50,7 +50,7 @@ lesson-%: configure FORCE
 	@n=$*; case "$$n" in [1-9]) ;; *) echo "make lesson-N: N is a lesson number, 1..7"; exit 2;; esac; \
 	dir=$$(ls -d lessons/0$$n_* 2>/dev/null | head -n 1); \
 	if [ -z "$$dir" ] || [ ! -f "$$dir/CMakeLists.txt" ]; then \
-	  echo "lesson $$n is not written yet; present: $(LESSONS)"; exit 2; fi; \
+	  echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)"; exit 2; fi; \
 	$(CMAKE) --build $(BUILD_DIR) --target lesson-$$n -j $(JOBS) && \
 	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
 

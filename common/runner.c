@@ -167,9 +167,14 @@ static int sticky(cudaError_t e) {
          e == cudaErrorUnknown;
 }
 
-static void set_error(attn_result *r, cudaError_t e, const char *where) {
+/* Record a CUDA failure in the result and report it on stderr with the file and line that saw it. */
+#define set_error(r, e, where) set_error_at((r), (e), (where), __FILE__, __LINE__)
+static void set_error_at(attn_result *r, cudaError_t e, const char *where, const char *file,
+                         int line) {
   r->status = ATTN_ERROR;
-  snprintf(r->note, sizeof r->note, "%s: %s (%s)", where, cudaGetErrorName(e), cudaGetErrorString(e));
+  attn_cuda_report(e, where, file, line);
+  snprintf(r->note, sizeof r->note, "%s: %s (%s) at %s:%d", where, cudaGetErrorName(e),
+           cudaGetErrorString(e), file, line);
 }
 
 static void set_skip(attn_result *r, const char *why) {
