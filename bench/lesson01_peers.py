@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Lesson 01's peers: PyTorch moving the same bytes the lesson's probes move, and PyTorch's own
+three-kernel attention on the lesson's naive shape, timed the way the lesson times.
+
+    python3 bench/lesson01_peers.py                            # every figure, default sizes
+    python3 bench/lesson01_peers.py --copy-bytes 1073741824    # the copy with the lesson's exact size
+    python3 bench/lesson01_peers.py --seq 2048 --causal        # another attention shape
+
+Method, as in common/attn_timer.h: warm-up runs, then --iters runs each between two CUDA events with
+the L2 flushed before each (a memset of twice the L2, outside the events); the median is reported.
+
+Figures (one line each, `key=value` pairs):
+  peer=torch.copy    dst.copy_(src) of --copy-bytes per buffer; GB/s counts read + write, as the
+                     lesson's hbm-copy-16B row does. Default size: the lesson's default, half of
+                     max(2 GiB, 8 x L2) rounded down to whole rounds of SMs x 8 blocks x 16 KiB (the
+                     lesson's report prints the exact figure; pass it with --copy-bytes).
+  peer=torch.sum     a read of --read-bytes (default: the lesson's hbm-read-16B size, 4 GiB rounded)
+  peer=torch.h2d / torch.d2h, pinned=0|1   --link-bytes (default 256 MiB), as the host-link probes
+  peer=torch.naive   S = Q K^T * scale, (masked_fill), softmax, P V in fp32 with TF32 off: the
+                     framework's version of the lesson's naive attention (cuBLAS SGEMM for the two
+                     products). Tensors are [batch, heads, seq, dim] (contiguous for matmul).
+"""
+import argparse
+import math
+import sys
+
+import torch
+
+
+def median_ms(fn, flush, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        flush.zero_()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    times.sort()
+    n = len(times)
+    return times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+
+
+def line(**kv):
+    print("lesson01 " + " ".join(f"{k}={v}" for k, v in kv.items()), flush=True)
+
+
+def lesson_default_bytes(props, touched, buffers):
+    """Bytes per buffer of the lesson's default: touched bytes (at least 8 x L2, at most half the free
+    memory) over the buffers, rounded down to whole rounds of SMs x 8 blocks x 256 threads x 4 x 16 B
+    (the lesson's grid on H100/H200, where these kernels fit 8 blocks per SM)."""
+    l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
+    free, _ = torch.cuda.mem_get_info()
+    touched = min(max(touched, 8 * l2), free // 2)
+    unit = props.multi_processor_count * 8 * 256 * 4 * 16
+    per_buffer = touched // buffers
+    return max(unit, per_buffer // unit * unit)
+
+
+def naive_attention(q, k, v, scale, causal):
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if causal:
+        sq, skv = s.shape[-2], s.shape[-1]
+        i = torch.arange(sq, device=s.device).view(-1, 1)
+        j = torch.arange(skv, device=s.device).view(1, -1)
+        s = s.masked_fill(j > i + (skv - sq), float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    return torch.matmul(p, v)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--copy-bytes", type=int, default=0, help="bytes per copy buffer")
+    ap.add_argument("--read-bytes", type=int, default=0, help="bytes the read (torch.sum) reads")
+    ap.add_argument("--link-bytes", type=int, default=256 << 20)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--seq", type=int, default=4096)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--causal", action="store_true", help="only the causal attention")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        print("lesson01 skipped: no CUDA device visible to torch")
+        return 0
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
+    flush = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+    line(device=f"\"{props.name}\"", sms=props.multi_processor_count, l2_bytes=l2,
+         torch=torch.__version__, cuda=torch.version.cuda)
+
+    # Device copy and read, the lesson's HBM probes' bytes.
+    nbytes = args.copy_bytes or lesson_default_bytes(props, 2 << 30, 2)
+    n = nbytes // 4
+    src = torch.rand(n, device=dev, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), flush, args.iters, args.warmup)
+    ok = bool(torch.equal(dst, src))
+    line(peer="torch.copy", bytes_per_buffer=4 * n, median_ms=f"{ms:.4f}",
+         gbs=f"{2 * 4 * n / (ms * 1e-3) / 1e9:.1f}", check="ok" if ok else "BAD")
+    del dst, src
+    torch.cuda.empty_cache()
+    rbytes = args.read_bytes or lesson_default_bytes(props, 4 << 30, 1)
+    big = torch.rand(rbytes // 4, device=dev, dtype=torch.float32)
+    ms = median_ms(lambda: big.sum(), flush, args.iters, args.warmup)
+    line(peer="torch.sum", bytes=4 * big.numel(), median_ms=f"{ms:.4f}",
+         gbs=f"{4 * big.numel() / (ms * 1e-3) / 1e9:.1f}")
+    del big
+    torch.cuda.empty_cache()
+
+    # Host link, both directions, pageable and pinned.
+    m = args.link_bytes // 4
+    d = torch.empty(m, device=dev, dtype=torch.float32)
+    for pinned in (0, 1):
+        h = torch.rand(m, dtype=torch.float32)
+        if pinned:
+            h = h.pin_memory()
+        ms = median_ms(lambda: d.copy_(h, non_blocking=bool(pinned)), flush, args.iters,
+                       args.warmup)
+        line(peer="torch.h2d", pinned=pinned, bytes=4 * m, median_ms=f"{ms:.4f}",
+             gbs=f"{4 * m / (ms * 1e-3) / 1e9:.1f}")
+        ms = median_ms(lambda: h.copy_(d, non_blocking=bool(pinned)), flush, args.iters,
+                       args.warmup)
+        line(peer="torch.d2h", pinned=pinned, bytes=4 * m, median_ms=f"{ms:.4f}",
+             gbs=f"{4 * m / (ms * 1e-3) / 1e9:.1f}")
+    del d
+    torch.cuda.empty_cache()
+
+    # The framework's naive attention, fp32.
+    b, hh, s, dim = args.batch, args.heads, args.seq, args.dim
+    scale = 1.0 / math.sqrt(dim)
+    q = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
+    k = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
+    v = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
+    for causal in ((True,) if args.causal else (False, True)):
+        try:
+            ms = median_ms(lambda: naive_attention(q, k, v, scale, causal), flush, args.iters,
+                           args.warmup)
+        except torch.cuda.OutOfMemoryError:
+            line(peer="torch.naive", causal=int(causal), skipped="\"out of memory\"")
+            continue
+        pairs = b * hh * (s * (s + 1) / 2 if causal else s * s)
+        line(peer="torch.naive", batch=b, heads=hh, seq=s, dim=dim, causal=int(causal),
+             median_ms=f"{ms:.4f}", tflops_useful=f"{4 * dim * pairs / (ms * 1e-3) / 1e12:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+/* Lesson 02's table: seven row-softmax versions (ATTN_CUSTOM: they bring their own matrix, launch
+ * and check) and the attention form (ATTN_DENSE: the harness checks it like any attention kernel).
+ *
+ * The softmax matrix is the attention problem's score matrix: rows = batch * heads * seq (one per
+ * query row), cols = kv-seq (one per key), fp32; --causal writes -inf over hidden keys. Every
+ * version gets its own input and output on the GPU; the check copies the whole output back, scans
+ * it for unwritten and non-finite values, and compares sampled rows with a double-precision
+ * reference (every row for small matrices).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "online_softmax.h"
+
+const softmax_variant softmax_variants[SOFTMAX_N_VARIANTS] = {
+    {"naive (|x|<4 data)", softmax_v1_naive, NULL, SOFTMAX_DATA_SMALL, 2},
+    {"safe-thread", softmax_v2_safe_thread, NULL, SOFTMAX_DATA_SCORES, 3},
+    {"safe-warp", softmax_v3_safe_warp, NULL, SOFTMAX_DATA_SCORES, 3},
+    {"safe-block", softmax_v4_safe_block, NULL, SOFTMAX_DATA_SCORES, 3},
+    {"online-block", softmax_v5_online_block, NULL, SOFTMAX_DATA_SCORES, 2},
+    {"online-regs", softmax_v6_online_regs, softmax_v6_supports, SOFTMAX_DATA_SCORES, 1},
+    {"online-regs+smem", softmax_v7_regs_smem, softmax_v7_supports, SOFTMAX_DATA_SCORES, 1},
+};
+
+/* What one softmax version holds between setup and teardown. */
+typedef struct softmax_state {
+  const softmax_variant *var;
+  size_t rows;
+  int cols;
+  uint64_t seed;
+  float *hx;      /* host input, kept for the check */
+  float *dx, *dy; /* device input and output */
+} softmax_state;
+
+static const char *softmax_supports_index(const attn_problem *p, int index) {
+  const char *why = softmax_shape_supports(p);
+  if (!why && softmax_variants[index].supports) why = softmax_variants[index].supports(p->seq_kv);
+  return why;
+}
+
+static void softmax_teardown(void *state) {
+  softmax_state *s = (softmax_state *)state;
+  if (!s) return;
+  free(s->hx);
+  cudaFree(s->dx);
+  cudaFree(s->dy);
+  free(s);
+}
+
+static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const char **skip,
+                                 int index) {
+  static char why[192]; /* a skip reason must outlive the call */
+  *state = NULL;
+  const attn_problem *p = ctx->problem;
+  const char *unsupported = softmax_supports_index(p, index);
+  if (unsupported) {
+    *skip = unsupported;
+    return cudaSuccess;
+  }
+  const size_t rows = softmax_rows(p);
+  const int cols = softmax_cols(p);
+  const size_t bytes = rows * (size_t)cols * sizeof(float);
+
+  if (softmax_variants[index].launch == softmax_v7_regs_smem) {
+    const size_t smem = (size_t)SOFTMAX_SMEM_VECS * softmax_v7_threads(cols) * 16;
+    if (smem > ctx->device->smem_per_block_optin) {
+      snprintf(why, sizeof why, "needs %zu KiB of shared memory per block, this GPU allows %zu KiB",
+               smem / 1024, ctx->device->smem_per_block_optin / 1024);
+      *skip = why;
+      return cudaSuccess;
+    }
+  }
+  size_t free_b = 0, total_b = 0;
+  ATTN_TRY(cudaMemGetInfo(&free_b, &total_b));
+  if (2 * bytes + ((size_t)256 << 20) > free_b) {
+    snprintf(why, sizeof why, "not enough device memory for input and output (2 x %.2f GB)",
+             bytes / 1e9);
+    *skip = why;
+    return cudaSuccess;
+  }
+
+  softmax_state *s = (softmax_state *)calloc(1, sizeof *s);
+  if (!s) return cudaErrorMemoryAllocation;
+  *state = s;
+  s->var = &softmax_variants[index];
+  s->rows = rows;
+  s->cols = cols;
+  s->seed = ctx->options->seed;
+  s->hx = (float *)malloc(bytes ? bytes : 1);
+  if (!s->hx) return cudaErrorMemoryAllocation;
+  softmax_fill(s->hx, rows, cols, s->var->data, s->seed);
+  softmax_mask_causal(s->hx, p);
+  ATTN_TRY(cudaMalloc((void **)&s->dx, bytes ? bytes : 1));
+  ATTN_TRY(cudaMalloc((void **)&s->dy, bytes ? bytes : 1));
+  ATTN_TRY(cudaMemcpy(s->dx, s->hx, bytes, cudaMemcpyHostToDevice));
+  return cudaSuccess;
+}
+
+static cudaError_t softmax_poison(void *state, cudaStream_t stream) {
+  softmax_state *s = (softmax_state *)state;
+  return attn_poison(s->dy, s->rows * (size_t)s->cols * sizeof(float), stream);
+}
+
+static cudaError_t softmax_launch(void *state, cudaStream_t stream) {
+  softmax_state *s = (softmax_state *)state;
+  return s->var->launch(s->dx, s->dy, (int)s->rows, s->cols, stream);
+}
+
+static cudaError_t softmax_check(void *state, attn_verdict *v) {
+  softmax_state *s = (softmax_state *)state;
+  const size_t n = s->rows * (size_t)s->cols;
+  float *hy = (float *)malloc(n * sizeof(float) + 1);
+  size_t n_check = 0;
+  size_t *check = softmax_check_rows(s->rows, s->cols, s->seed, &n_check);
+  cudaError_t e = (hy && check) ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (e == cudaSuccess) e = cudaMemcpy(hy, s->dy, n * sizeof(float), cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) {
+    attn_verdict_init(v, ATTN_F32);
+    if (softmax_judge(v, s->hx, hy, s->rows, s->cols, check, n_check) != 0)
+      e = cudaErrorMemoryAllocation;
+  }
+  free(hy);
+  free(check);
+  return e;
+}
+
+static void softmax_work(void *state, attn_work *w) {
+  softmax_state *s = (softmax_state *)state;
+  memset(w, 0, sizeof *w);
+  w->bytes = softmax_model_bytes(s->var->reads, s->rows, s->cols); /* against the HBM peak */
+}
+
+/* The harness gives a custom version's callbacks no version number, so each version gets a
+ * one-line setup (and supports) that passes its index on. */
+#define SOFTMAX_VERSION(n)                                                                    \
+  static cudaError_t setup_v##n(void **state, const attn_setup_ctx *ctx, const char **skip) { \
+    return softmax_setup(state, ctx, skip, (n)-1);                                            \
+  }                                                                                           \
+  static const char *supports_v##n(const attn_problem *p) {                                   \
+    return softmax_supports_index(p, (n)-1);                                                  \
+  }                                                                                           \
+  static const attn_custom custom_v##n = {setup_v##n,    softmax_poison, softmax_launch,      \
+                                          softmax_check, softmax_work,   softmax_teardown};
+
+SOFTMAX_VERSION(1)
+SOFTMAX_VERSION(2)
+SOFTMAX_VERSION(3)
+SOFTMAX_VERSION(4)
+SOFTMAX_VERSION(5)
+SOFTMAX_VERSION(6)
+SOFTMAX_VERSION(7)
+
+static const attn_version kVersions[] = {
+    {"naive (|x|<4 data)",
+     "one thread per row, exp/sum/divide, no max: right only on small scores (the table gives it "
+     "x in [-4,4); the report shows it overflow)",
+     ATTN_CUSTOM, ATTN_F32, 0, 0, supports_v1, NULL, NULL, &custom_v1},
+    {"safe-thread", "one thread per row, three passes: max, sum of exp(x - max), normalise",
+     ATTN_CUSTOM, ATTN_F32, 0, 0, supports_v2, NULL, NULL, &custom_v2},
+    {"safe-warp", "one warp per row, three passes, __shfl_xor_sync reductions", ATTN_CUSTOM,
+     ATTN_F32, 0, 0, supports_v3, NULL, NULL, &custom_v3},
+    {"safe-block", "one block per row, three passes, warp shuffles then shared memory", ATTN_CUSTOM,
+     ATTN_F32, 0, 0, supports_v4, NULL, NULL, &custom_v4},
+    {"online-block", "one block per row, running (max, sum) in one pass, then normalise",
+     ATTN_CUSTOM, ATTN_F32, 0, 0, supports_v5, NULL, NULL, &custom_v5},
+    {"online-regs", "row in registers, float4 loads, one (m, l) merge: one read, one write",
+     ATTN_CUSTOM, ATTN_F32, 0, 0, supports_v6, NULL, NULL, &custom_v6},
+    {"online-regs+smem", "as online-regs, half of it in shared memory by cp.async: 2 long rows/SM",
+     ATTN_CUSTOM, ATTN_F32, 80, 0, supports_v7, NULL, NULL, &custom_v7},
+    {"attn-split-warps",
+     "attention, one block per query row, keys split over 8 warps, (m, l, O) merged", ATTN_DENSE,
+     ATTN_F32, 0, 1, attn_v8_supports, attn_v8_decode_split, NULL, NULL},
+};
+
+const attn_lesson attn_lesson02 = {
+    2,
+    "online softmax and warp-shuffle reductions; softmax rows = batch*heads*seq, cols = kv-seq "
+    "(default 16384 x 4096)",
+    kVersions,
+    (int)(sizeof kVersions / sizeof kVersions[0]),
+    {1, 16, 0, 1024, 4096, 64, 0, 16, 0.0f},
+    NULL,
+    0,
+    lesson02_cpu_part,
+    lesson02_report,
+};

@@ -1,0 +1,3 @@
+/* Version 1 built for head dimension 128: the kernel and its launcher l03_fused_row_d128. */
+#define HEAD_DIM 128
+#include "v1_fused_row.cu"

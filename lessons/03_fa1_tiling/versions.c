@@ -1,0 +1,110 @@
+/* Lesson 3's version table, the head-dimension dispatch, and the report printed after the table.
+ * Kept apart from main.c so the tests run the same table. */
+#include <stdio.h>
+
+#include "fa1_tiling.h"
+
+static const char *supports_dim(const attn_problem *p) {
+  if (p->dim != 64 && p->dim != 128) return "built for head dimensions 64 and 128 only";
+  return NULL;
+}
+
+static cudaError_t launch_fused_row(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  const float *q = (const float *)a->q, *k = (const float *)a->k, *v = (const float *)a->v;
+  if (p->dim == 64) return l03_fused_row_d64(p, q, k, v, (float *)a->o, a->lse, s);
+  return l03_fused_row_d128(p, q, k, v, (float *)a->o, a->lse, s);
+}
+
+static cudaError_t launch_fa1_groups(const attn_problem *p, const attn_args *a, int q_groups,
+                                     cudaStream_t s) {
+  const float *q = (const float *)a->q, *k = (const float *)a->k, *v = (const float *)a->v;
+  float *ws = (float *)a->workspace;
+  if (p->dim == 64) return l03_fa1_d64(p, q, k, v, (float *)a->o, a->lse, ws, q_groups, s);
+  return l03_fa1_d128(p, q, k, v, (float *)a->o, a->lse, ws, q_groups, s);
+}
+
+/* Version 2: one block per (batch, head), as the paper launches Algorithm 1. */
+static cudaError_t launch_fa1(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return launch_fa1_groups(p, a, 1, s);
+}
+
+/* Version 3: as many blocks per (batch, head) as it takes to fill the GPU. */
+static cudaError_t launch_fa1_qgroups(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return launch_fa1_groups(p, a, 0, s);
+}
+
+static const attn_version kVersions[] = {
+    {"fused-row",
+     "fused, not tiled: one thread per query row streams all of K and V (online softmax)",
+     ATTN_DENSE, ATTN_F32, 80, 1, supports_dim, launch_fused_row, NULL, NULL},
+    {"fa1", "Algorithm 1 as published: K/V tiles outer, Q tiles inner, one block per (batch, head)",
+     ATTN_DENSE, ATTN_F32, 80, 1, supports_dim, launch_fa1, l03_fa1_workspace_bytes, NULL},
+    {"fa1-qgroups",
+     "Algorithm 1 with the Q tiles of a head split over several blocks (not the paper)", ATTN_DENSE,
+     ATTN_F32, 80, 1, supports_dim, launch_fa1_qgroups, l03_fa1_workspace_bytes, NULL},
+};
+
+static cudaError_t device_plan(const attn_problem *p, int q_groups, l03_fa1_plan *plan) {
+  return p->dim == 64 ? l03_fa1_device_plan_d64(p, q_groups, plan)
+                      : l03_fa1_device_plan_d128(p, q_groups, plan);
+}
+
+static const attn_result *timed(const attn_result *rs, int n, int index) {
+  if (index >= n || !rs[index].timed || rs[index].timing.median_ms <= 0) return NULL;
+  return &rs[index];
+}
+
+static void ratio(const attn_result *fast, const attn_result *slow) {
+  if (!fast || !slow) return;
+  printf("  %-12s is %6.2f x as fast as %s\n", fast->version->name,
+         slow->timing.median_ms / fast->timing.median_ms, slow->version->name);
+}
+
+/* After the table: the tiles and grids FA1 ran with on this GPU, the model's HBM traffic for each,
+ * and the speed ratios the lesson is about. */
+static int report(const attn_options *o, const attn_device *dev, const attn_result *rs, int n) {
+  const attn_problem *p = &o->problem;
+  if (!dev || supports_dim(p)) return 0;
+  l03_fa1_plan one, many;
+  if (device_plan(p, 1, &one) != cudaSuccess || device_plan(p, 0, &many) != cudaSuccess) return 1;
+  printf("\nFA1 on this GPU: M = %ld floats (opt-in shared memory per block)\n", one.smem_floats);
+  printf(
+      "  Bc = %d (paper: ceil(M/4d) = %d), Br = %d (paper: min(Bc, d) = %d), Tc = %d, Tr = %d, "
+      "%zu bytes of shared memory per block\n",
+      one.bc, one.bc_paper, one.br, one.br_paper, one.tc, one.tr, one.smem_bytes);
+  printf(
+      "  fa1: %ld blocks (batch x heads) on %d SMs; fa1-qgroups: %ld blocks (%d per (batch, "
+      "head))\n",
+      (long)p->batch * p->heads, dev->sm_count, (long)p->batch * p->heads * many.q_groups,
+      many.q_groups);
+  l03_traffic t1, tg;
+  if (l03_fa1_model(p, &one, NULL, NULL, NULL, NULL, NULL, &t1) == 0 &&
+      l03_fa1_model(p, &many, NULL, NULL, NULL, NULL, NULL, &tg) == 0) {
+    printf(
+        "  HBM traffic by the CPU model: fa1 %.3f GB, fa1-qgroups %.3f GB (its K and V are read "
+        "%d times); standard attention %.3f GB\n",
+        4e-9 * (l03_traffic_reads(&t1) + l03_traffic_writes(&t1)),
+        4e-9 * (l03_traffic_reads(&tg) + l03_traffic_writes(&tg)), many.q_groups,
+        4e-9 * l03_standard_elems(p));
+  }
+  const attn_result *fr = timed(rs, n, 0), *fa = timed(rs, n, 1), *fq = timed(rs, n, 2);
+  if (fr || fa || fq) printf("  speed (median times above):\n");
+  ratio(fa, fr);
+  ratio(fq, fr);
+  ratio(fq, fa);
+  return 0;
+}
+
+static const int kDims[] = {64, 128};
+
+const attn_lesson attn_lesson03 = {
+    3,
+    "FlashAttention-1: tiling plus online softmax, O(N) memory",
+    kVersions,
+    (int)(sizeof kVersions / sizeof kVersions[0]),
+    {1, 16, 0, 4096, 0, 64, 0, 16, 0.0f}, /* kv_heads, seq_kv 0: follow heads, seq */
+    kDims,
+    2,
+    l03_cpu_part,
+    report,
+};
