@@ -2,9 +2,9 @@
  * @file attn_timer.h
  * @brief Timing a launch: CUDA events, warm-up, the median of N runs, the L2 flushed before each.
  *
- * The L2 is flushed by a cudaMemsetAsync over a scratch buffer twice the L2's size between runs
- * (outside the timed events), so every timed run reads its inputs from HBM, as it would in a model
- * where other layers ran in between.
+ * The L2 is flushed between runs (outside the timed events) by a kernel that reads a zeroed scratch
+ * buffer twice the L2's size, so every timed run reads its inputs from HBM, as it would in a model
+ * where other layers ran in between, and finds only clean lines to evict.
  */
 #ifndef ATTN_TIMER_H
 #define ATTN_TIMER_H
@@ -33,7 +33,8 @@ typedef struct attn_timing {
 cudaError_t attn_time(attn_launch_thunk fn, void *ctx, cudaStream_t stream, int warmup, int iters,
                       int flush_l2, attn_timing *out);
 
-/** Evict the L2 by writing a scratch buffer of twice its size (allocated once, freed at exit). */
+/** Evict the L2 by reading a zeroed scratch buffer of twice its size (allocated once), leaving it
+ *  full of clean lines. */
 cudaError_t attn_flush_l2(cudaStream_t stream);
 
 /** Fill @p bytes of device memory at @p dptr with the poison byte (see attn_verify.h). */

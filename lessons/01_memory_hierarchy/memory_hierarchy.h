@@ -172,10 +172,11 @@ double l01_read_max_per_thread(size_t n, int vec_floats, int passes, int grid);
  *  @param stream stream */
 cudaError_t l01_write(float *x, size_t n, int grid, cudaStream_t stream);
 
-/** Copy @p n floats with 16-byte loads and stores, tiles as in l01_read().
+/** Copy @p n floats with 16-byte loads and stores, one vector per thread over a grid of n/1024
+ *  blocks (not the persistent grid of the other probes: see probe_global.cu).
  *  @param dst device destination @param src device source (both 16-byte aligned) @param n floats
- *  @param grid blocks @param stream stream */
-cudaError_t l01_copy(float *dst, const float *src, size_t n, int grid, cudaStream_t stream);
+ *  @param stream stream */
+cudaError_t l01_copy(float *dst, const float *src, size_t n, cudaStream_t stream);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Shared-memory probe (probe_smem.cu) */

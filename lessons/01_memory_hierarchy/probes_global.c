@@ -248,7 +248,7 @@ static cudaError_t l01_global_launch(void *state, cudaStream_t stream) {
     case L01_WRITE16:
       return l01_write(st->x, st->n, st->grid, stream);
     default:
-      return l01_copy(st->y, st->x, st->n, st->grid, stream);
+      return l01_copy(st->y, st->x, st->n, stream);
   }
 }
 

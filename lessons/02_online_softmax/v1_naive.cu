@@ -20,7 +20,8 @@
  * every load instruction needs 32 separate memory sectors. Expect a small fraction of HBM
  * bandwidth.
  *
- * Measured, H200, 16384 x 4096: <!-- measure: v1 naive GB/s, %HBM, 16384x4096 -->
+ * Measured, H200, 16384 x 4096, 2026-11-21: 1.519 ms, 530 GB/s = 11.0% of HBM on its own two reads
+ * and one write (353 GB/s, 7.3% on 1 R + 1 W): the small fraction expected.
  */
 #include "online_softmax.h"
 

@@ -15,7 +15,9 @@
  * of 16 KiB may still be in L1 or L2 for the second and third pass, so the "3 reads" of the work
  * model can run faster than HBM alone would allow.
  *
- * Measured, H200, 16384 x 4096: <!-- measure: v3 safe-warp GB/s, %HBM, 16384x4096 -->
+ * Measured, H200, 16384 x 4096, 2026-11-21: 0.3194 ms, 3362 GB/s = 69.8% of HBM on its own three
+ * reads and one write (1681 GB/s, 34.9% on 1 R + 1 W): 5.6x faster than version 2, but short of
+ * what three reads and one write allow.
  */
 #include "online_softmax.h"
 

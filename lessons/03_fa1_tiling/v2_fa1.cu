@@ -34,6 +34,8 @@
  * that every SM has a block. Splitting the query axis across blocks is FlashAttention-2's first
  * change; lesson 4 makes it the outer loop and keeps O_i on chip. Prediction: the whole GPU busy
  * and 2d instead of 3d instructions per pair: about 1.5 x faster than version 1.
+ * Measured (H200, batch 1, heads 16, seq 4096, dim 64, 2026-11-21): version 2 1.49 x slower than
+ * version 1, version 3 5.22 x faster; see the lesson's README.
  *
  * Tiles: Bc = ceil(M / 4d), Br = min(Bc, d), M = the per-block opt-in shared memory in floats
  * (queried at each launch). The kernel's warp tiles need Bc to be a multiple of 32 (and the padded
