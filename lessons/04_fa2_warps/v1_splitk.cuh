@@ -1,0 +1,209 @@
+/* Version 1: split-K warps, fp32 on CUDA cores (FlashAttention-1's partition inside a block).
+ *
+ * The grid is already FlashAttention-2's: one block per (Q tile, head, batch), the Q tile being the
+ * outer loop of a block and the KV tiles its inner loop, so batch * heads * seq_q / 32 blocks fill
+ * the GPU even at batch 1. What this version keeps from FlashAttention-1 is how the 4 warps of a
+ * block share the work of one tile: every warp sees all 32 query rows (lane = row) and takes a
+ * quarter of the KV tile's keys.
+ *
+ *               keys of the KV tile (Bc = 32)
+ *             0 .. 7    8 .. 15   16 .. 23  24 .. 31
+ *   row 0    | warp 0 | warp 1  | warp 2  | warp 3  |      each lane: one row, 8 keys,
+ *   ...      |        |         |         |         |      its own O row partial (dim floats)
+ *   row 31   |        |         |         |         |
+ *
+ * Softmax needs the row maximum over all 32 keys, which is spread over 4 warps: each warp writes
+ * its partial maximum to shared memory and the block waits at a barrier before reading the
+ * others'. The row sum and the O partials stay per warp (they share the maximum, so they rescale
+ * alike) and are added through shared memory at the end, four barriers more.
+ * Per KV tile: 3 block barriers (load, loaded, maxima exchanged); at the end 4 more.
+ *
+ * Prediction: fp32 FMA-bound work with the same arithmetic and shared-memory loads per FMA as
+ * version 2; the extra barrier per tile stalls all 4 warps once per 32 keys, a few percent at
+ * most at 1 block of 4 warps per scheduler. Version 2 should be 0-10% faster.
+ * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
+ *   12.0 / 20.9 (6.0 / 10.4 causal: every tile is visited and masked).
+ *
+ * Built twice, by v1_splitk_d64.cu and v1_splitk_d128.cu, which define HEAD_DIM.
+ */
+#ifndef HEAD_DIM
+#error "build this file through v1_splitk_d64.cu or v1_splitk_d128.cu, which define HEAD_DIM"
+#endif
+
+#include <limits.h>
+#include <math.h>
+
+#include "attn_cuda.cuh"
+#include "fa2_warps.h"
+
+#define SK_BR L04_BR_F32            /* query rows per block, one per lane */
+#define SK_BC L04_BC_F32            /* keys per KV tile */
+#define SK_WARPS (L04_THREADS / 32) /* 4 */
+#define SK_KPW (SK_BC / SK_WARPS)   /* keys of each tile per warp: 8 */
+#define SK_QLD (HEAD_DIM + 1)       /* padded Q row: lane r reads row r, conflict-free */
+#define SK_VEC (HEAD_DIM / 4)       /* float4 per row */
+
+#define SK_CAT_(a, b) a##b
+#define SK_CAT(a, b) SK_CAT_(a, b)
+#define SK_KERNEL SK_CAT(splitk_kernel_d, HEAD_DIM)
+#define SK_LAUNCH SK_CAT(l04_splitk_d, HEAD_DIM)
+
+/* Shared memory, in floats: Q [32][dim + 1], K and V [32][dim], the maxima [4 warps][32 rows]. */
+#define SK_SMEM_FLOATS (SK_BR * SK_QLD + 2 * SK_BC * HEAD_DIM + SK_WARPS * SK_BR)
+
+static __global__ void __launch_bounds__(L04_THREADS)
+    SK_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
+              const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
+              const float *__restrict__ v,  // [batch, seq_kv, kv_heads, HEAD_DIM]
+              float *__restrict__ o,        // [batch, seq_q, heads, HEAD_DIM]
+              float *__restrict__ lse,      // [batch, heads, seq_q]
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale,
+              int n_q_tiles) {
+  extern __shared__ float smem_f[];
+  float *sQ = smem_f;                 /* [SK_BR][SK_QLD] */
+  float *sK = sQ + SK_BR * SK_QLD;    /* [SK_BC][HEAD_DIM] */
+  float *sV = sK + SK_BC * HEAD_DIM;  /* [SK_BC][HEAD_DIM] */
+  float *red = sV + SK_BC * HEAD_DIM; /* [SK_WARPS][SK_BR] */
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int q_tile = blockIdx.x % n_q_tiles; /* Q tiles of one head are neighbours in the grid */
+  const int bh = blockIdx.x / n_q_tiles;
+  const int h = bh % heads, b = bh / heads;
+  const int kvh = h / (heads / kv_heads);
+  const int q0 = q_tile * SK_BR;
+  const size_t q_stride = (size_t)heads * HEAD_DIM, kv_stride = (size_t)kv_heads * HEAD_DIM;
+  const float *qg = q + ((size_t)b * seq_q + q0) * q_stride + (size_t)h * HEAD_DIM;
+  const float *kg = k + (size_t)b * seq_kv * kv_stride + (size_t)kvh * HEAD_DIM;
+  const float *vg = v + (size_t)b * seq_kv * kv_stride + (size_t)kvh * HEAD_DIM;
+
+  /* The Q tile, rows past seq_q as zeros. Padded rows break float4 alignment: scalar stores. */
+  for (int i = threadIdx.x; i < SK_BR * SK_VEC; i += L04_THREADS) {
+    int r = i / SK_VEC, c = (i % SK_VEC) * 4;
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (q0 + r < seq_q) x = *(const float4 *)(qg + r * q_stride + c);
+    float *d = sQ + r * SK_QLD + c;
+    d[0] = x.x, d[1] = x.y, d[2] = x.z, d[3] = x.w;
+  }
+
+  const int row = q0 + lane; /* this thread's query row */
+  const int diag = seq_kv - seq_q;
+  float m = -INFINITY, l = 0.f; /* m is the same in every warp; l is this warp's share */
+  float acc[HEAD_DIM];          /* this warp's share of O's row */
+#pragma unroll
+  for (int d = 0; d < HEAD_DIM; ++d) acc[d] = 0.f;
+
+  const int n_tiles = attn_cdiv(seq_kv, SK_BC);
+  for (int j = 0; j < n_tiles; ++j) {
+    const int k0 = j * SK_BC;
+    __syncthreads(); /* barrier 1: everyone is done with the previous K, V and maxima */
+    for (int i = threadIdx.x; i < SK_BC * SK_VEC; i += L04_THREADS) {
+      int r = i / SK_VEC, c = (i % SK_VEC) * 4;
+      float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
+      if (k0 + r < seq_kv) {
+        kx = *(const float4 *)(kg + (size_t)(k0 + r) * kv_stride + c);
+        vx = *(const float4 *)(vg + (size_t)(k0 + r) * kv_stride + c);
+      }
+      *(float4 *)(sK + r * HEAD_DIM + c) = kx;
+      *(float4 *)(sV + r * HEAD_DIM + c) = vx;
+    }
+    __syncthreads(); /* barrier 2: the tile is in shared memory */
+
+    /* S for my row and my warp's 8 keys. K reads are broadcasts (one key for the whole warp). */
+    float s[SK_KPW];
+#pragma unroll
+    for (int c = 0; c < SK_KPW; ++c) s[c] = 0.f;
+#pragma unroll 4
+    for (int d = 0; d < HEAD_DIM; d += 4) {
+      const float *qr = sQ + lane * SK_QLD + d;
+      float q_0 = qr[0], q_1 = qr[1], q_2 = qr[2], q_3 = qr[3];
+#pragma unroll
+      for (int c = 0; c < SK_KPW; ++c) {
+        float4 kk = *(const float4 *)(sK + (warp * SK_KPW + c) * HEAD_DIM + d);
+        s[c] += q_0 * kk.x + q_1 * kk.y + q_2 * kk.z + q_3 * kk.w;
+      }
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < SK_KPW; ++c) {
+      int key = k0 + warp * SK_KPW + c;
+      int visible = key < seq_kv && (!causal || key <= row + diag);
+      s[c] = visible ? s[c] * scale : -INFINITY;
+      mx = fmaxf(mx, s[c]);
+    }
+    /* The row maximum lives in 4 warps: exchange through shared memory. */
+    red[warp * SK_BR + lane] = mx;
+    __syncthreads(); /* barrier 3: every warp's partial maximum is written */
+#pragma unroll
+    for (int w = 0; w < SK_WARPS; ++w) mx = fmaxf(mx, red[w * SK_BR + lane]);
+
+    const float m_new = fmaxf(m, mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new; /* a row with nothing visible yet */
+    const float alpha = expf(m - m_use);
+    m = m_new;
+    float ls = 0.f;
+#pragma unroll
+    for (int c = 0; c < SK_KPW; ++c) {
+      s[c] = expf(s[c] - m_use);
+      ls += s[c];
+    }
+    l = l * alpha + ls;
+#pragma unroll
+    for (int d = 0; d < HEAD_DIM; ++d) acc[d] *= alpha;
+#pragma unroll
+    for (int c = 0; c < SK_KPW; ++c) {
+      const float *vr = sV + (warp * SK_KPW + c) * HEAD_DIM;
+#pragma unroll
+      for (int d = 0; d < HEAD_DIM; d += 4) {
+        float4 vv = *(const float4 *)(vr + d);
+        acc[d] += s[c] * vv.x;
+        acc[d + 1] += s[c] * vv.y;
+        acc[d + 2] += s[c] * vv.z;
+        acc[d + 3] += s[c] * vv.w;
+      }
+    }
+  }
+
+  /* Add the 4 warps' partial rows and sums, one warp at a time, in the space K and V used. */
+  float *sum_o = sK;  /* [SK_BR][HEAD_DIM + 1] fits in K and V's 2 * SK_BC * HEAD_DIM floats */
+  float *sum_l = red; /* [SK_BR] */
+  __syncthreads();
+#pragma unroll 1
+  for (int w = 0; w < SK_WARPS; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int d = 0; d < HEAD_DIM; ++d)
+        sum_o[lane * (HEAD_DIM + 1) + d] = (w ? sum_o[lane * (HEAD_DIM + 1) + d] : 0.f) + acc[d];
+      sum_l[lane] = (w ? sum_l[lane] : 0.f) + l;
+    }
+    __syncthreads();
+  }
+  /* Write O coalesced: consecutive threads, consecutive dimensions. */
+  for (int i = threadIdx.x; i < SK_BR * HEAD_DIM; i += L04_THREADS) {
+    int r = i / HEAD_DIM, d = i % HEAD_DIM;
+    if (q0 + r >= seq_q) break;
+    float lr = sum_l[r];
+    o[((size_t)b * seq_q + q0 + r) * q_stride + (size_t)h * HEAD_DIM + d] =
+        lr > 0.f ? sum_o[r * (HEAD_DIM + 1) + d] / lr : 0.f;
+  }
+  if (warp == 0 && row < seq_q) {
+    float lr = sum_l[lane];
+    lse[(size_t)bh * seq_q + row] = lr > 0.f ? m + logf(lr) : -INFINITY;
+  }
+}
+
+extern "C" cudaError_t SK_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
+                                 int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                                 int causal, float scale, cudaStream_t stream) {
+  if (batch < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || seq_q < 1 || seq_kv < 1)
+    return cudaErrorInvalidValue;
+  const int n_q_tiles = attn_cdiv(seq_q, SK_BR);
+  const long long blocks = (long long)n_q_tiles * batch * heads;
+  if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+  const int smem = SK_SMEM_FLOATS * (int)sizeof(float);
+  ATTN_TRY(cudaFuncSetAttribute(SK_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  SK_KERNEL<<<(unsigned)blocks, L04_THREADS, smem, stream>>>(
+      (const float *)q, (const float *)k, (const float *)v, (float *)o, lse, heads, kv_heads, seq_q,
+      seq_kv, causal, scale, n_q_tiles);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}

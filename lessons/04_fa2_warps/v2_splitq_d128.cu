@@ -1,0 +1,3 @@
+/* Version 2 (split-Q) built for head dimension 128: its kernel and the launcher l04_splitq_d128. */
+#define HEAD_DIM 128
+#include "v2_splitq.cuh"

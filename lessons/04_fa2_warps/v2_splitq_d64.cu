@@ -1,0 +1,3 @@
+/* Version 2 (split-Q) built for head dimension 64: its kernel and the launcher l04_splitq_d64. */
+#define HEAD_DIM 64
+#include "v2_splitq.cuh"

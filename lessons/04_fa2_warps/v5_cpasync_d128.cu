@@ -1,0 +1,4 @@
+/* Version 5 (cp.async) built for head dimension 128: its kernel and the launcher l04_cpasync_d128.
+ */
+#define HEAD_DIM 128
+#include "v5_cpasync.cuh"

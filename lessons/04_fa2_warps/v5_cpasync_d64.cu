@@ -1,0 +1,3 @@
+/* Version 5 (cp.async) built for head dimension 64: its kernel and the launcher l04_cpasync_d64. */
+#define HEAD_DIM 64
+#include "v5_cpasync.cuh"

@@ -1,0 +1,3 @@
+/* Version 7 (tiles) built for head dimension 64: its kernel and the launcher l04_tiles_d64. */
+#define HEAD_DIM 64
+#include "v7_tiles.cuh"
