@@ -57,7 +57,9 @@ def time_ms(fn, iters, warmup, flush):
 def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--lib", default=os.path.join(root, "build", "lib", "libattn_lessons.so"))
+    ap.add_argument("--lib", default=os.environ.get("ATTN_LIB") or os.path.join(
+        root, "build", "lib", "libattn_lessons.so"),
+        help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")

@@ -93,6 +93,7 @@ if has sanitize; then
 fi
 
 if has bench; then
+  export ATTN_LIB=$PWD/$BUILD/lib/libattn_lessons.so # the peer scripts call the lessons through it
   for py in bench/lesson*_peers.py; do
     [ -f "$py" ] || continue
     say "python3 $py"
