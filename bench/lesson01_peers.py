@@ -7,7 +7,8 @@ three-kernel attention on the lesson's naive shape, timed the way the lesson tim
     python3 bench/lesson01_peers.py --seq 2048 --causal        # another attention shape
 
 Method, as in common/attn_timer.h: warm-up runs, then --iters runs each between two CUDA events with
-the L2 flushed before each (a memset of twice the L2, outside the events); the median is reported.
+the L2 flushed before each by a read of twice its size (bench/peer_timing.py, the harness's method);
+the median is reported.
 
 Figures (one line each, `key=value` pairs):
   peer=torch.copy    dst.copy_(src) of --copy-bytes per buffer; GB/s counts read + write, as the
@@ -26,24 +27,7 @@ import sys
 
 import torch
 
-
-def median_ms(fn, flush, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(iters):
-        flush.zero_()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
-    n = len(times)
-    return times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+from peer_timing import L2Flush, median_ms
 
 
 def line(**kv):
@@ -95,7 +79,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+    flush = L2Flush()
     line(device=f"\"{props.name}\"", sms=props.multi_processor_count, l2_bytes=l2,
          torch=torch.__version__, cuda=torch.version.cuda)
 

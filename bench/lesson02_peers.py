@@ -7,7 +7,7 @@
                                         (found by itself in build-gpu/ or build/; --no-lib: torch only)
 
 Method, as in common/attn_timer.h: fp32 [rows, cols], warm-up runs, then --iters runs each between two
-CUDA events with the L2 flushed before each (a memset of twice the L2 outside the events), median
+CUDA events with the L2 flushed before each by a read of twice its size (bench/peer_timing.py), median
 reported. Bytes counted: one read and one write of the matrix (what torch.softmax must move), so
 GB/s here compares with the lesson's "1R+1W GB/s" column.
 
@@ -19,7 +19,7 @@ through ctypes on the same tensors, on torch's current stream, in the same proce
 torch's output: the side-by-side the lesson's README quotes.
 
 Output: one line per figure, `key=value` pairs, e.g.
-    lesson02 impl=torch.softmax rows=16384 cols=4096 median_ms=0.1300 min_ms=... gbs=4129.4 pct_hbm=86.0 check=ok
+    lesson02 impl=torch.softmax rows=R cols=C dtype=fp32 median_ms=T min_ms=T gbs=G pct_hbm=P check=ok
 """
 import argparse
 import ctypes
@@ -28,6 +28,8 @@ import os
 import sys
 
 import torch
+
+from peer_timing import L2Flush, timings
 
 LESSON_FNS = [  # (name in the output, symbol) for --lib
     ("lesson02.v5-online-block", "softmax_v5_online_block"),
@@ -84,26 +86,6 @@ def make_scores(rows, cols, seed, dev):
     return x
 
 
-def time_it(fn, flush, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    stop = torch.cuda.Event(enable_timing=True)
-    ms = []
-    for _ in range(iters):
-        flush.zero_()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        ms.append(start.elapsed_time(stop))
-    ms.sort()
-    n = len(ms)
-    median = ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
-    return median, ms[0]
-
-
 def report(impl, rows, cols, median, best, peak, check):
     gbs = 2.0 * rows * cols * 4 / (median * 1e-3) / 1e9
     pct = 100.0 * gbs / peak if peak == peak else float("nan")
@@ -154,15 +136,14 @@ def main():
     peak = hbm_peak_gbs(dev, args.peak_gbs)
     print(f"lesson02 device=\"{props.name}\" sms={props.multi_processor_count} "
           f"hbm_peak_gbs={peak:.0f} torch={torch.__version__} cuda={torch.version.cuda}", flush=True)
-    l2 = getattr(props, "L2_cache_size", 64 << 20) or (64 << 20)
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+    flush = L2Flush()
 
     for rows, cols in shapes:
         x = make_scores(rows, cols, args.seed, dev)
         ref = torch.softmax(x, dim=-1)
         sums = ref.sum(dim=-1)
         ok = bool(torch.isfinite(ref).all()) and bool((sums - 1).abs().max() < 1e-4)
-        median, best = time_it(lambda: torch.softmax(x, dim=-1), flush, args.iters, args.warmup)
+        median, best = timings(lambda: torch.softmax(x, dim=-1), flush, args.iters, args.warmup)
         report("torch.softmax", rows, cols, median, best, peak, "ok" if ok else "BAD")
         if lib is not None:
             y = torch.empty_like(x)
@@ -184,7 +165,7 @@ def main():
                     continue
                 diff = (y - ref).abs().max().item()
                 check = "ok" if math.isfinite(diff) and diff <= 1e-5 else f"BAD(max_abs={diff:.2e})"
-                median, best = time_it(run, flush, args.iters, args.warmup)
+                median, best = timings(run, flush, args.iters, args.warmup)
                 report(name, rows, cols, median, best, peak, check)
         del x, ref
         torch.cuda.empty_cache()

@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from peer_timing import L2Flush, median_ms
+
 
 def load_lib(path):
     lib = ctypes.CDLL(path)
@@ -36,22 +38,6 @@ def load_lib(path):
     lib.l04_version_name.restype = ctypes.c_char_p
     lib.l04_version_name.argtypes = [ctypes.c_int]
     return lib
-
-
-def time_ms(fn, iters, warmup, flush):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        flush.zero_()  # evict the L2 (60 MB on an H200) so inputs come from HBM
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main():
@@ -78,7 +64,7 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}; bf16; tokens 16384, hidden 2048")
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flush = L2Flush()
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     rows, csv = [], []
     status = 0
@@ -127,7 +113,7 @@ def main():
                             if not diff < 2e-2:
                                 status = 1
                                 note += " MISMATCH"
-                        ms = time_ms(fn, a.iters, a.warmup, flush)
+                        ms = median_ms(fn, flush, a.iters, a.warmup)
                         res[name] = flops / (ms * 1e-3) / 1e12
                         print(f"l04 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
                               f"heads={heads} ms={ms:.4f} tflops={res[name]:.1f}{note}", flush=True)
