@@ -65,10 +65,6 @@ void attn_verdict_add(attn_verdict *v, double got, double ref);
  *  non-finite element, and both errors within tolerance. */
 void attn_verdict_finish(attn_verdict *v);
 
-/** Merge the counts and sums of @p src into @p dst (for O and log-sum-exp judged together the caller
- *  keeps two verdicts; this is for one output checked in pieces). */
-void attn_verdict_merge(attn_verdict *dst, const attn_verdict *src);
-
 /** One line: `max_abs 1.2e-06  rel_l2 3.4e-07  (tol 1e-04 / 1e-05)  unwritten 0  nonfinite 0`. */
 void attn_verdict_print(const attn_verdict *v, FILE *f);
 

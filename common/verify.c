@@ -64,16 +64,6 @@ void attn_verdict_finish(attn_verdict *v) {
             v->max_abs <= v->tol_max_abs && v->rel_l2 <= v->tol_rel_l2;
 }
 
-void attn_verdict_merge(attn_verdict *dst, const attn_verdict *src) {
-  if (src->max_abs > dst->max_abs) dst->max_abs = src->max_abs;
-  dst->err_sq += src->err_sq;
-  dst->ref_sq += src->ref_sq;
-  dst->compared += src->compared;
-  dst->scanned += src->scanned;
-  dst->unwritten += src->unwritten;
-  dst->nonfinite += src->nonfinite;
-}
-
 void attn_verdict_print(const attn_verdict *v, FILE *f) {
   fprintf(f, "max_abs %.2e  rel_l2 %.2e  (tol %.0e / %.0e)  compared %zu  unwritten %zu  nonfinite %zu",
           v->max_abs, v->rel_l2, v->tol_max_abs, v->tol_rel_l2, v->compared, v->unwritten,

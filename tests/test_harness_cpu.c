@@ -94,6 +94,17 @@ START_TEST(bf16_known_bit_patterns) {
   /* Smallest bf16 subnormal survives the round trip. */
   ck_assert(attn_bf16_to_f32(0x0001) == from_bits(0x00010000u));
   ck_assert(attn_round_bf16(3.140625f) == 3.140625f);
+  /* The array forms agree with the scalar ones, and a bf16 value survives the round trip. */
+  const float in[4] = {1.0f, -2.5f, 3.1415926f, 1e-3f};
+  uint16_t mid[4];
+  float out[4];
+  attn_f32_to_bf16_array(in, mid, 4);
+  attn_bf16_to_f32_array(mid, out, 4);
+  for (int i = 0; i < 4; ++i) {
+    ck_assert_uint_eq(mid[i], attn_f32_to_bf16(in[i]));
+    ck_assert(out[i] == attn_round_bf16(in[i]));
+    ck_assert_uint_eq(attn_f32_to_bf16(out[i]), mid[i]);
+  }
 }
 END_TEST
 
