@@ -20,13 +20,16 @@ ifdef ARCH_HOPPER
 CONFIG_ARGS += "-DATTN_ARCHS_HOPPER=$(ARCH_HOPPER)"
 endif
 
+# The course's lessons are numbered 1..LAST_LESSON; LESSONS are the ones present in this checkout.
+LAST_LESSON := 9
 LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMakeLists.txt)))
 
 .PHONY: help configure all test docs clean bench drill-check FORCE
 
 help:
 	@echo "Targets:"
-	@echo "  make lesson-N        build lesson N (1..7) and point ./run at it; then ./run --help"
+	@echo "  make lesson-N        build lesson N (1..$(LAST_LESSON)) and point ./run at it; then ./run --help"
+	@echo "  make diff-N A=2 B=3  show what lesson N's version B changes from version A (the lesson)"
 	@echo "  make test           build everything and run every test with ctest"
 	@echo "  make drill-N        build lesson N's checklist against your drills/ file and run it"
 	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
@@ -46,13 +49,33 @@ configure:
 all: configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
 
-lesson-%: configure FORCE
-	@n=$*; case "$$n" in [1-9]) ;; *) echo "make lesson-N: N is a lesson number, 1..7"; exit 2;; esac; \
-	dir=$$(ls -d lessons/0$$n_* 2>/dev/null | head -n 1); \
-	if [ -z "$$dir" ] || [ ! -f "$$dir/CMakeLists.txt" ]; then \
-	  echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)"; exit 2; fi; \
+# The number is checked before anything is configured, so a lesson that is not there costs nothing.
+lesson-%: FORCE
+	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make lesson-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
+	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
+	if [ -z "$$dir" ] || [ ! -f "$${dir}CMakeLists.txt" ]; then \
+	  echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)" >&2; exit 2; fi; \
+	$(MAKE) --no-print-directory configure && \
 	$(CMAKE) --build $(BUILD_DIR) --target lesson-$$n -j $(JOBS) && \
 	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
+
+# diff-N A=2 B=3: the version files vA_* and vB_* of lesson N, unified diff (the head-dimension
+# wrappers *_d64.cu / *_d128.cu are skipped: the body they include is the lesson). B alone means A=B-1.
+diff-%: FORCE
+	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make diff-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
+	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
+	if [ -z "$$dir" ]; then echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)" >&2; exit 2; fi; \
+	b="$(B)"; a="$(A)"; \
+	case "$$b" in [1-9]|[1-9][0-9]) ;; *) echo "make diff-$$n: give the versions as numbers, e.g. make diff-$$n A=1 B=2" >&2; exit 2;; esac; \
+	[ -n "$$a" ] || a=$$((b - 1)); \
+	case "$$a" in [1-9]|[1-9][0-9]) ;; *) echo "make diff-$$n: A must be a version number, got '$$a'" >&2; exit 2;; esac; \
+	pick() { ls "$$dir"v$$1_* 2>/dev/null | grep -vE '_d(64|128)\.cu$$' | sort -r | head -n 1; }; \
+	fa=$$(pick $$a); fb=$$(pick $$b); \
+	for pair in "$$a:$$fa" "$$b:$$fb"; do \
+	  if [ -z "$${pair#*:}" ]; then \
+	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_* | grep -vE '_d(64|128)\.cu$$' | tr '\n' ' ')" >&2; exit 2; fi; \
+	done; \
+	echo "diff -u $$fa $$fb"; diff -u "$$fa" "$$fb"; rc=$$?; [ $$rc -le 1 ]
 
 test: configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
@@ -61,7 +84,7 @@ test: configure
 drill-%: configure FORCE
 	@n=$*; case "$$n" in [1-9]) ;; check) exit 0;; *) echo "make drill-N: N is a lesson number"; exit 2;; esac; \
 	$(CMAKE) --build $(BUILD_DIR) --target drill-$$n -j $(JOBS) || exit $$?; \
-	./$(BUILD_DIR)/bin/drill-$$n
+	"$(abspath $(BUILD_DIR))/bin/drill-$$n"
 
 drill-check: configure
 	@bash scripts/drill-check.sh $(BUILD_DIR) $(JOBS)

@@ -5,6 +5,7 @@ three-kernel attention on the lesson's naive shape, timed the way the lesson tim
     python3 bench/lesson01_peers.py                            # every figure, default sizes
     python3 bench/lesson01_peers.py --copy-bytes 1073741824    # the copy with the lesson's exact size
     python3 bench/lesson01_peers.py --seq 2048 --causal        # another attention shape
+    python3 bench/lesson01_peers.py --out DIR                  # also DIR/peers-lesson01.csv
 
 Method, as in common/attn_timer.h: warm-up runs, then --iters runs each between two CUDA events with
 the L2 flushed before each by a read of twice its size (bench/peer_timing.py, the harness's method);
@@ -20,6 +21,9 @@ Figures (one line each, `key=value` pairs):
   peer=torch.naive   S = Q K^T * scale, (masked_fill), softmax, P V in fp32 with TF32 off: the
                      framework's version of the lesson's naive attention (cuBLAS SGEMM for the two
                      products). Tensors are [batch, heads, seq, dim] (contiguous for matmul).
+
+With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson01.csv, in the columns
+of bench/peer_timing.py (bytes: per buffer for the copy, moved one way for the read and the link).
 """
 import argparse
 import math
@@ -27,7 +31,7 @@ import sys
 
 import torch
 
-from peer_timing import L2Flush, median_ms
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 
 def line(**kv):
@@ -69,6 +73,8 @@ def main():
     ap.add_argument("--causal", action="store_true", help="only the causal attention")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", default=None,
+                    help="folder for peers-lesson01.csv (default: $PEERS_OUT; neither: no CSV)")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -82,23 +88,34 @@ def main():
     flush = L2Flush()
     line(device=f"\"{props.name}\"", sms=props.multi_processor_count, l2_bytes=l2,
          torch=torch.__version__, cuda=torch.version.cuda)
+    out = PeerCsv(1, peers_out_dir(args.out))
+    out.set_common(iters=args.iters, **software(props))
+
+    def time_it(fn):
+        return timings(fn, flush, args.iters, args.warmup)
 
     # Device copy and read, the lesson's HBM probes' bytes.
     nbytes = args.copy_bytes or lesson_default_bytes(props, 2 << 30, 2)
     n = nbytes // 4
     src = torch.rand(n, device=dev, dtype=torch.float32)
     dst = torch.empty_like(src)
-    ms = median_ms(lambda: dst.copy_(src), flush, args.iters, args.warmup)
+    ms, best = time_it(lambda: dst.copy_(src))
     ok = bool(torch.equal(dst, src))
-    line(peer="torch.copy", bytes_per_buffer=4 * n, median_ms=f"{ms:.4f}",
-         gbs=f"{2 * 4 * n / (ms * 1e-3) / 1e9:.1f}", check="ok" if ok else "BAD")
+    gbs = 2 * 4 * n / (ms * 1e-3) / 1e9
+    line(peer="torch.copy", bytes_per_buffer=4 * n, median_ms=f"{ms:.4f}", gbs=f"{gbs:.1f}",
+         check="ok" if ok else "BAD")
+    out.row(impl="torch.copy", what="device copy dst.copy_(src), read + write counted",
+            dtype="fp32", bytes=4 * n, ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs:.2f}",
+            check="ok" if ok else "BAD")
     del dst, src
     torch.cuda.empty_cache()
     rbytes = args.read_bytes or lesson_default_bytes(props, 4 << 30, 1)
     big = torch.rand(rbytes // 4, device=dev, dtype=torch.float32)
-    ms = median_ms(lambda: big.sum(), flush, args.iters, args.warmup)
-    line(peer="torch.sum", bytes=4 * big.numel(), median_ms=f"{ms:.4f}",
-         gbs=f"{4 * big.numel() / (ms * 1e-3) / 1e9:.1f}")
+    ms, best = time_it(lambda: big.sum())
+    gbs = 4 * big.numel() / (ms * 1e-3) / 1e9
+    line(peer="torch.sum", bytes=4 * big.numel(), median_ms=f"{ms:.4f}", gbs=f"{gbs:.1f}")
+    out.row(impl="torch.sum", what="device read x.sum()", dtype="fp32", bytes=4 * big.numel(),
+            ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs:.2f}")
     del big
     torch.cuda.empty_cache()
 
@@ -109,14 +126,14 @@ def main():
         h = torch.rand(m, dtype=torch.float32)
         if pinned:
             h = h.pin_memory()
-        ms = median_ms(lambda: d.copy_(h, non_blocking=bool(pinned)), flush, args.iters,
-                       args.warmup)
-        line(peer="torch.h2d", pinned=pinned, bytes=4 * m, median_ms=f"{ms:.4f}",
-             gbs=f"{4 * m / (ms * 1e-3) / 1e9:.1f}")
-        ms = median_ms(lambda: h.copy_(d, non_blocking=bool(pinned)), flush, args.iters,
-                       args.warmup)
-        line(peer="torch.d2h", pinned=pinned, bytes=4 * m, median_ms=f"{ms:.4f}",
-             gbs=f"{4 * m / (ms * 1e-3) / 1e9:.1f}")
+        for peer, what, fn in (
+                ("torch.h2d", "host to device copy", lambda: d.copy_(h, non_blocking=bool(pinned))),
+                ("torch.d2h", "device to host copy", lambda: h.copy_(d, non_blocking=bool(pinned)))):
+            ms, best = time_it(fn)
+            gbs = 4 * m / (ms * 1e-3) / 1e9
+            line(peer=peer, pinned=pinned, bytes=4 * m, median_ms=f"{ms:.4f}", gbs=f"{gbs:.1f}")
+            out.row(impl=peer, what=what, dtype="fp32", bytes=4 * m, pinned=pinned,
+                    ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs:.2f}")
     del d
     torch.cuda.empty_cache()
 
@@ -126,16 +143,23 @@ def main():
     q = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
     k = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
     v = torch.rand(b, hh, s, dim, device=dev) * 2 - 0.75
+    shape = dict(batch=b, heads=hh, kv_heads=hh, seq_q=s, seq_kv=s, dim=dim)
+    what = "naive attention: matmul, (masked_fill), softmax, matmul; TF32 off"
     for causal in ((True,) if args.causal else (False, True)):
         try:
-            ms = median_ms(lambda: naive_attention(q, k, v, scale, causal), flush, args.iters,
-                           args.warmup)
+            ms, best = time_it(lambda: naive_attention(q, k, v, scale, causal))
         except torch.cuda.OutOfMemoryError:
             line(peer="torch.naive", causal=int(causal), skipped="\"out of memory\"")
+            out.row(impl="torch.naive", what=what, dtype="fp32", causal=int(causal),
+                    check="skipped: out of memory", **shape)
             continue
         pairs = b * hh * (s * (s + 1) / 2 if causal else s * s)
+        tflops = 4 * dim * pairs / (ms * 1e-3) / 1e12
         line(peer="torch.naive", batch=b, heads=hh, seq=s, dim=dim, causal=int(causal),
-             median_ms=f"{ms:.4f}", tflops_useful=f"{4 * dim * pairs / (ms * 1e-3) / 1e12:.2f}")
+             median_ms=f"{ms:.4f}", tflops_useful=f"{tflops:.2f}")
+        out.row(impl="torch.naive", what=what, dtype="fp32", causal=int(causal), ms=f"{ms:.5f}",
+                min_ms=f"{best:.5f}", tflops=f"{tflops:.3f}", **shape)
+    out.close()
     return 0
 
 

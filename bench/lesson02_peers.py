@@ -5,6 +5,7 @@
     python3 bench/lesson02_peers.py --rows 16384 --cols 4096 # one shape (repeat --shape RxC for more)
     python3 bench/lesson02_peers.py --lib build/lib/libattn_lessons.so   # the lesson's v5-v7 too
                                         (found by itself in build-gpu/ or build/; --no-lib: torch only)
+    python3 bench/lesson02_peers.py --out DIR               # also DIR/peers-lesson02.csv
 
 Method, as in common/attn_timer.h: fp32 [rows, cols], warm-up runs, then --iters runs each between two
 CUDA events with the L2 flushed before each by a read of twice its size (bench/peer_timing.py), median
@@ -20,6 +21,8 @@ torch's output: the side-by-side the lesson's README quotes.
 
 Output: one line per figure, `key=value` pairs, e.g.
     lesson02 impl=torch.softmax rows=R cols=C dtype=fp32 median_ms=T min_ms=T gbs=G pct_hbm=P check=ok
+With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson02.csv, in the columns
+of bench/peer_timing.py (bytes: the 1 R + 1 W the GB/s count).
 """
 import argparse
 import ctypes
@@ -29,7 +32,7 @@ import sys
 
 import torch
 
-from peer_timing import L2Flush, timings
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 LESSON_FNS = [  # (name in the output, symbol) for --lib
     ("lesson02.v5-online-block", "softmax_v5_online_block"),
@@ -86,11 +89,15 @@ def make_scores(rows, cols, seed, dev):
     return x
 
 
-def report(impl, rows, cols, median, best, peak, check):
+def report(out, impl, rows, cols, median, best, peak, check, max_abs=None):
     gbs = 2.0 * rows * cols * 4 / (median * 1e-3) / 1e9
     pct = 100.0 * gbs / peak if peak == peak else float("nan")
     print(f"lesson02 impl={impl} rows={rows} cols={cols} dtype=fp32 median_ms={median:.4f} "
           f"min_ms={best:.4f} gbs={gbs:.1f} pct_hbm={pct:.1f} check={check}", flush=True)
+    out.row(impl=impl, what="row softmax, 1 R + 1 W counted", dtype="fp32", rows=rows, cols=cols,
+            bytes=2 * rows * cols * 4, ms=f"{median:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs:.2f}",
+            pct_hbm=f"{pct:.2f}" if pct == pct else "", check=check,
+            max_abs=f"{max_abs:.3e}" if max_abs is not None else None)
 
 
 def main():
@@ -105,6 +112,8 @@ def main():
                     "(default: $ATTN_LIB, else build-gpu/lib or build/lib of this checkout, if built)")
     ap.add_argument("--no-lib", action="store_true", help="time torch.softmax only")
     ap.add_argument("--peak-gbs", type=float, default=0.0, help="override the HBM peak")
+    ap.add_argument("--out", default=None,
+                    help="folder for peers-lesson02.csv (default: $PEERS_OUT; neither: no CSV)")
     args = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -137,6 +146,8 @@ def main():
     print(f"lesson02 device=\"{props.name}\" sms={props.multi_processor_count} "
           f"hbm_peak_gbs={peak:.0f} torch={torch.__version__} cuda={torch.version.cuda}", flush=True)
     flush = L2Flush()
+    out = PeerCsv(2, peers_out_dir(args.out))
+    out.set_common(iters=args.iters, **software(props))
 
     for rows, cols in shapes:
         x = make_scores(rows, cols, args.seed, dev)
@@ -144,7 +155,7 @@ def main():
         sums = ref.sum(dim=-1)
         ok = bool(torch.isfinite(ref).all()) and bool((sums - 1).abs().max() < 1e-4)
         median, best = timings(lambda: torch.softmax(x, dim=-1), flush, args.iters, args.warmup)
-        report("torch.softmax", rows, cols, median, best, peak, "ok" if ok else "BAD")
+        report(out, "torch.softmax", rows, cols, median, best, peak, "ok" if ok else "BAD")
         if lib is not None:
             y = torch.empty_like(x)
             for name, sym in LESSON_FNS:
@@ -162,13 +173,16 @@ def main():
                     torch.cuda.synchronize()
                 except RuntimeError as e:  # e.g. a shape the version does not support
                     print(f"lesson02 impl={name} rows={rows} cols={cols} skipped=\"{e}\"", flush=True)
+                    out.row(impl=name, what="row softmax, 1 R + 1 W counted", dtype="fp32",
+                            rows=rows, cols=cols, check=f"skipped: {e}")
                     continue
                 diff = (y - ref).abs().max().item()
                 check = "ok" if math.isfinite(diff) and diff <= 1e-5 else f"BAD(max_abs={diff:.2e})"
                 median, best = timings(run, flush, args.iters, args.warmup)
-                report(name, rows, cols, median, best, peak, check)
+                report(out, name, rows, cols, median, best, peak, check, diff)
         del x, ref
         torch.cuda.empty_cache()
+    out.close()
     return 0
 
 

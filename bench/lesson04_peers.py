@@ -12,9 +12,14 @@ Each run is timed alone with CUDA events, the L2 flushed before it; the figure i
 
     python3 bench/lesson04_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--versions 3,4,5,6,7] [--csv FILE]
+        [--gemm 8192] [--out DIR]
 
 Prints one line per measurement (`l04 impl=... dim=... causal=... seq=... ms=... tflops=...`),
-then a table with the best lesson version over each peer.
+then a table with the best lesson version over each peer. --gemm N also times torch.matmul on an
+N x N x N bf16 GEMM (cuBLAS), the tensor-core rate this machine reaches outside attention (0: skip).
+
+With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson04.csv, in the columns
+of bench/peer_timing.py (the GEMM: rows = M, cols = N, dim = K); --csv FILE keeps its own short format.
 """
 import argparse
 import ctypes
@@ -26,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from peer_timing import L2Flush, median_ms
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 
 def load_lib(path):
@@ -53,6 +58,9 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--versions", default="3,4,5,6,7")
     ap.add_argument("--csv", default=None)
+    ap.add_argument("--gemm", type=int, default=8192, help="N of an N^3 bf16 torch.matmul (0: skip)")
+    ap.add_argument("--out", default=None,
+                    help="folder for peers-lesson04.csv (default: $PEERS_OUT; neither: no CSV)")
     a = ap.parse_args()
 
     if not torch.cuda.is_available():
@@ -65,6 +73,21 @@ def main():
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}; bf16; tokens 16384, hidden 2048")
     flush = L2Flush()
+    out = PeerCsv(4, peers_out_dir(a.out))
+    out.set_common(iters=a.iters, **software(dev))
+    if a.gemm > 0:
+        n = a.gemm
+        gen = torch.Generator(device="cuda").manual_seed(n)
+        x, y = (torch.randn(n, n, device="cuda", dtype=torch.bfloat16, generator=gen)
+                for _ in range(2))
+        ms, best = timings(lambda: torch.matmul(x, y), flush, a.iters, a.warmup)
+        tflops = 2.0 * n ** 3 / (ms * 1e-3) / 1e12
+        print(f"l04 impl=torch.matmul m={n} n={n} k={n} dtype=bf16 ms={ms:.4f} tflops={tflops:.1f}",
+              flush=True)
+        out.row(impl="torch.matmul", what="GEMM M x N x K, bf16 in, cuBLAS", dtype="bf16", rows=n,
+                cols=n, dim=n, ms=f"{ms:.5f}", min_ms=f"{best:.5f}", tflops=f"{tflops:.2f}")
+        del x, y
+        torch.cuda.empty_cache()
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     rows, csv = [], []
     status = 0
@@ -102,26 +125,37 @@ def main():
                     impls[f"v{ver}-{names[ver]}"] = ours(ver)
 
                 res = {}
+                shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
+                             seq_kv=seq, dim=dim, causal=causal)
+                what = "attention forward, causal counted as half the pairs"
                 for name, fn in impls.items():
                     try:
                         fn()
                         torch.cuda.synchronize()
-                        note = ""
+                        note, diff, check = "", None, ""
                         if name.startswith("v"):
                             diff = (o.float() - ref).abs().max().item()
                             note = f" max_abs_vs_flash={diff:.2e}"
+                            check = "ok"
                             if not diff < 2e-2:
                                 status = 1
                                 note += " MISMATCH"
-                        ms = median_ms(fn, flush, a.iters, a.warmup)
+                                check = "MISMATCH"
+                        ms, best = timings(fn, flush, a.iters, a.warmup)
                         res[name] = flops / (ms * 1e-3) / 1e12
                         print(f"l04 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
                               f"heads={heads} ms={ms:.4f} tflops={res[name]:.1f}{note}", flush=True)
                         csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},{res[name]:.2f}")
+                        out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                                tflops=f"{res[name]:.2f}", check=check,
+                                max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
                     except Exception as e:  # a backend that refuses the shape: report, go on
                         print(f"l04 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
+                        out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
+                                **shape)
                 rows.append((dim, causal, seq, res))
                 del q, k, v, o, lse, qt, kt, vt, ref
+    out.close()
 
     if a.csv:
         with open(a.csv, "w") as f:

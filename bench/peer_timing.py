@@ -4,8 +4,81 @@ CUDA events around each run, warm-up first, the median of the timed runs, and th
 each run by *reading* a zeroed buffer twice the L2's size. A read leaves the L2 full of clean lines;
 a write (buffer.zero_()) would leave dirty ones that the timed kernel then pays to write back, up to
 an L2's worth of extra traffic, which handicaps memory-bound kernels by a few percent.
+
+PeerCsv writes what a peer script measures as CSV too, one row per figure, for the results archive
+(docs/results/README.md): every script writes the same columns into peers-lessonNN.csv in the folder
+given by --out or $PEERS_OUT, and scripts/gpu-suite.sh joins them into the run's peers.csv.
 """
+import csv
+import os
+
 import torch
+
+# The columns of every peer CSV; a figure leaves the ones that do not apply to it empty.
+#   lesson         01, 02, 04
+#   impl           what ran: torch.copy, torch.softmax, sdpa-flash, v7-tiles-bf16, lesson02.v6-...
+#   what           the operation in words
+#   dtype          fp32 or bf16
+#   batch .. causal  the attention shape (lesson 01's naive attention, lesson 04)
+#   rows, cols     a matrix shape (lesson 02's softmax; lesson 04's GEMM: M and N, K in dim)
+#   bytes          bytes moved per run as the figure counts them (lesson 01: per buffer for the copy)
+#   pinned         host-link copies: 1 for pinned host memory, 0 for pageable
+#   iters          timed runs (the figure is their median)
+#   ms, min_ms     median and fastest run
+#   tflops, gbs    rates from ms (causal attention: visible pairs only)
+#   pct_hbm        gbs over the HBM peak from clock x bus width
+#   check          ok, BAD..., skipped: why, error: why
+#   max_abs        largest difference from the script's reference (torch's output, or flash's)
+#   device, torch, cuda, cudnn   the device's name and the software versions
+PEER_COLUMNS = ["lesson", "impl", "what", "dtype", "batch", "heads", "kv_heads", "seq_q", "seq_kv",
+                "dim", "causal", "rows", "cols", "bytes", "pinned", "iters", "ms", "min_ms",
+                "tflops", "gbs", "pct_hbm", "check", "max_abs", "device", "torch", "cuda", "cudnn"]
+
+
+def peers_out_dir(arg):
+    """The folder for the peer CSV: the script's --out, else $PEERS_OUT, else None (no CSV)."""
+    return arg or os.environ.get("PEERS_OUT") or None
+
+
+class PeerCsv:
+    """peers-lessonNN.csv in a folder (nothing when the folder is None); row() writes one figure."""
+
+    def __init__(self, lesson, out_dir):
+        self.lesson = f"{int(lesson):02d}"
+        self.common = {}
+        self.file = None
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            self.path = os.path.join(out_dir, f"peers-lesson{self.lesson}.csv")
+            self.file = open(self.path, "w", newline="")
+            self.writer = csv.DictWriter(self.file, fieldnames=PEER_COLUMNS, extrasaction="raise")
+            self.writer.writeheader()
+
+    def set_common(self, **kv):
+        """Columns every later row carries (device, versions)."""
+        self.common.update(kv)
+
+    def row(self, **kv):
+        if self.file is None:
+            return
+        r = {c: "" for c in PEER_COLUMNS}
+        r.update(self.common)
+        r.update({k: v for k, v in kv.items() if v is not None})
+        r["lesson"] = self.lesson
+        self.writer.writerow(r)
+        self.file.flush()
+
+    def close(self):
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+def software(props):
+    """device, torch, cuda and cudnn columns for PeerCsv.set_common()."""
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"device": props.name, "torch": torch.__version__, "cuda": torch.version.cuda or "",
+            "cudnn": cudnn if cudnn is not None else ""}
 
 
 class L2Flush:

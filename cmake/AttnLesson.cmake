@@ -4,7 +4,9 @@
 #               KERNELS v1_naive.cu probes.cu ...    # launchers: go into the lesson and libattn_lessons
 #               HOST    cpu_model.c ...               # host C the launchers or tests need (optional)
 #               MAIN    main.c                        # the runnable program
-#               [ARCHS  90a])                         # CUDA architectures (default: ATTN_ARCHS)
+#               [ARCHS  86]                           # CUDA architectures (default: ATTN_ARCHS)
+#               [HOPPER])                             # sm_90a only (ATTN_ARCHS_HOPPER); left out,
+#                                                     # with a message, when that list lacks 90a
 #
 # makes
 #   attn_lNN        an object library (PIC) with the kernels and host code, linked into the lesson
@@ -16,12 +18,21 @@
 set_property(GLOBAL PROPERTY ATTN_LESSON_OBJECT_LIBS "")
 
 function(attn_lesson)
-  cmake_parse_arguments(L "" "NUMBER;MAIN" "KERNELS;HOST;ARCHS" ${ARGN})
+  cmake_parse_arguments(L "HOPPER" "NUMBER;MAIN" "KERNELS;HOST;ARCHS" ${ARGN})
   if(NOT L_NUMBER OR NOT L_MAIN)
     message(FATAL_ERROR "attn_lesson: NUMBER and MAIN are required")
   endif()
   if(NOT L_ARCHS)
     set(L_ARCHS "${ATTN_ARCHS}")
+  endif()
+  # A Hopper lesson (wgmma, setmaxnreg) is built only for sm_90a; without it, it is left out, loudly.
+  if(L_HOPPER)
+    set(L_ARCHS "${ATTN_ARCHS_HOPPER}")
+    if(NOT "90a" IN_LIST L_ARCHS AND NOT "90a-real" IN_LIST L_ARCHS)
+      message(STATUS "lesson ${L_NUMBER}: not built: it needs sm_90a, and ATTN_ARCHS_HOPPER is "
+                     "\"${ATTN_ARCHS_HOPPER}\" (make ARCH_HOPPER=90a)")
+      return()
+    endif()
   endif()
   if(L_NUMBER LESS 10)
     set(nn "0${L_NUMBER}")

@@ -58,8 +58,22 @@ void attn_device_print(const attn_device *d, FILE *f);
 /** Datasheet FP32 flops per SM per clock on CUDA cores for compute capability @p sm (e.g. 90);
  *  0 when the table lacks @p sm. */
 double attn_datasheet_fp32_flops_per_sm_clk(int sm);
-/** Datasheet dense bf16 tensor-core flops (fp32 accumulation) per SM per clock; 0 when unknown. */
+/** Datasheet dense bf16 tensor-core flops (fp32 accumulation) per SM per clock of the architecture's
+ *  consumer parts (GeForce for sm_86/sm_89); 0 when unknown. */
 double attn_datasheet_bf16_flops_per_sm_clk(int sm);
+/** As attn_datasheet_fp32_flops_per_sm_clk(), for the part named @p name (e.g. "NVIDIA A40"). */
+double attn_datasheet_fp32_flops_for(int sm, const char *name);
+/** As attn_datasheet_bf16_flops_per_sm_clk(), for the part named @p name: professional parts of
+ *  sm_86/sm_89 (A40, A10, RTX A6000, L40S, L4, RTX 6000 Ada) run bf16 with fp32 accumulation at twice
+ *  the GeForce rate. 0 when unknown. */
+double attn_datasheet_bf16_flops_for(int sm, const char *name);
+
+/** Write into @p why the one-line reason no CUDA device can be used, telling apart no driver
+ *  (@p driver_version 0), a driver older than the runtime, no device (or all hidden by
+ *  CUDA_VISIBLE_DEVICES) and anything else. @p device_count_error is the cudaError_t that
+ *  cudaGetDeviceCount returned. The line starts "no usable CUDA device". Returns 0. */
+int attn_no_device_reason(int device_count_error, int driver_version, int runtime_version,
+                          char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -85,6 +85,9 @@ typedef struct attn_custom {
   void (*work)(void *state, attn_work *w);
   /** Free everything. */
   void (*teardown)(void *state);
+  /** Optional: the bytes setup() will allocate for @p p on the GPU and on the host, so a problem that
+   *  cannot fit is refused before anything is allocated. NULL: not known in advance. */
+  void (*footprint)(const attn_problem *p, double *device_bytes, double *host_bytes);
 } attn_custom;
 
 /** Kinds of version. */
@@ -128,7 +131,7 @@ typedef struct attn_result {
   attn_timing timing;   /**< median, min, max of the timed runs */
   attn_work work;       /**< the work model of one launch */
   double tflops;        /**< work.flops / median time, 1e12/s */
-  double pct_flops;     /**< of the datasheet peak for the version's dtype (0 when unknown) */
+  double pct_flops;     /**< of the datasheet peak for the version's dtype (-1 when unknown) */
   double gbs;           /**< work.bytes / median time, 1e9 bytes/s */
   double pct_bw;        /**< of work.peak_gbs */
 } attn_result;
@@ -164,6 +167,26 @@ int attn_main(int argc, char **argv, const attn_lesson *lesson);
  */
 int attn_run_versions(const attn_lesson *lesson, const attn_options *o, const attn_device *dev,
                       attn_result *results, FILE *out);
+
+/**
+ * The memory a run of the selected versions needs before any version-specific scratch: the harness's
+ * shared inputs and the reference for dense and paged versions (per dtype used), plus the largest
+ * footprint() of the custom versions. Bytes on the GPU and on the host.
+ */
+void attn_footprint(const attn_lesson *lesson, const attn_options *o, double *device_bytes,
+                    double *host_bytes);
+
+/**
+ * Refuse a problem that cannot fit: compare attn_footprint() with @p device_free and @p host_free
+ * (bytes; a value <= 0 is not checked). Returns 0 when it fits; otherwise writes one line into
+ * @p why with both figures and the largest size of the longest sequence axis (`--seq` or `--kv-seq`)
+ * that fits, and returns -1.
+ */
+int attn_fits(const attn_lesson *lesson, const attn_options *o, double device_free,
+              double host_free, char *why, size_t why_len);
+
+/** Host memory available for a new allocation, in bytes (MemAvailable; 0 when unknown). */
+double attn_host_available_bytes(void);
 
 /** Short label of a status: "PASS", "FAIL", "skipped", "ERROR", "unchecked". */
 const char *attn_status_name(attn_status s);

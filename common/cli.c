@@ -53,9 +53,17 @@ static int fail(char *err, size_t len, const char *fmt, ...) {
   return ATTN_CLI_ERROR;
 }
 
+/* Digits only: no sign, no spaces (strtol would take " 128" and "+3"); leading zeros are fine. */
+static int all_digits(const char *s) {
+  if (!s || !*s) return 0;
+  for (; *s; ++s)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
 /* A whole decimal integer in [lo, hi], or -1. */
 static int parse_int(const char *s, long lo, long hi, long *out) {
-  if (!s || !*s) return -1;
+  if (!all_digits(s)) return -1;
   char *end = NULL;
   errno = 0;
   long v = strtol(s, &end, 10);
@@ -65,7 +73,7 @@ static int parse_int(const char *s, long lo, long hi, long *out) {
 }
 
 static int parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  if (!all_digits(s)) return -1;
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);

@@ -2,41 +2,76 @@
 #include "attn_device.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef ATTN_BUILD_ARCHS
 #define ATTN_BUILD_ARCHS "unknown"
 #endif
 
-/* Datasheet rates per SM per clock. FP32: CUDA cores x 2 (an FMA is two flops). bf16: dense tensor
- * core rate with fp32 accumulation. GeForce parts of sm_86/sm_89 run bf16 with fp32 accumulation at
- * half the rate of their professional siblings; the table holds the GeForce rate. */
+/* Datasheet rates per SM per clock. FP32: CUDA cores x 2 (an FMA is two flops). bf16: the dense
+ * tensor-core rate with fp32 accumulation, which is what the lessons use. Within one architecture the
+ * GeForce parts run that mode at half the rate of their professional siblings, so a row may name a
+ * part: the first row whose architecture matches and whose name (when it has one) occurs in the
+ * device's name wins. Each figure is the whitepaper's or datasheet's TFLOP/s divided by SMs x boost
+ * clock, as the comment on its row shows. */
 typedef struct {
   int sm;
+  const char *part; /* substring of the device name; NULL: any part of this architecture */
   double fp32;
   double bf16;
 } peak_row;
 
 static const peak_row kPeaks[] = {
-    {70, 128.0, 0.0},    /* V100: no bf16 tensor cores */
-    {75, 128.0, 0.0},    /* T4, RTX 20: no bf16 tensor cores */
-    {80, 128.0, 2048.0}, /* A100: 64 FP32 cores/SM; 312 TFLOP/s bf16 at 1410 MHz, 108 SMs */
-    {86, 256.0, 256.0},  /* RTX 30 (GeForce rate) */
-    {89, 256.0, 512.0},  /* RTX 40 (GeForce rate) */
-    {90, 256.0, 4096.0}, /* H100/H200: 128 FP32 cores/SM; 4096 dense bf16 flops/clk/SM */
-    {100, 256.0, 8192.0} /* B200 */
+    {70, NULL, 128.0, 0.0},       /* V100: no bf16 tensor cores */
+    {75, NULL, 128.0, 0.0},       /* T4, RTX 20: no bf16 tensor cores */
+    {80, NULL, 128.0, 2048.0},    /* A100: 312 TFLOP/s / (108 SMs x 1.41 GHz) */
+    {86, "A40", 256.0, 1024.0},   /* A40: 149.7 TFLOP/s / (84 SMs x 1.74 GHz) */
+    {86, "A10", 256.0, 1024.0},   /* A10: 125 TFLOP/s / (72 SMs x 1.695 GHz) */
+    {86, "RTX A", 256.0, 1024.0}, /* RTX A6000: 154.8 TFLOP/s / (84 SMs x 1.8 GHz) */
+    {86, NULL, 256.0, 512.0},     /* RTX 30 (GA102 whitepaper, RTX 3090): 71 / (82 x 1.695 GHz) */
+    {89, "L40S", 256.0, 1024.0},  /* L40S: 362 TFLOP/s / (142 SMs x 2.52 GHz) */
+    {89, "L4", 256.0, 1024.0},    /* L4: 121 TFLOP/s / (58 SMs x 2.04 GHz); L40 (512) is below */
+    {89, "RTX 6000 Ada", 256.0, 1024.0}, /* 364 TFLOP/s / (142 SMs x 2.505 GHz) */
+    {89, NULL, 256.0, 512.0},     /* RTX 40 (Ada whitepaper, RTX 4090): 165.2 / (128 x 2.52 GHz) */
+    {90, NULL, 256.0, 4096.0},    /* H100 SXM: 989 TFLOP/s / (132 SMs x 1.83 GHz); H200 the same */
+    {100, NULL, 256.0, 8192.0}    /* B200 */
 };
 
+static const peak_row *peak_find(int sm, const char *name) {
+  for (size_t i = 0; i < sizeof kPeaks / sizeof kPeaks[0]; ++i) {
+    const peak_row *r = &kPeaks[i];
+    if (r->sm != sm) continue;
+    if (r->part && !(name && strstr(name, r->part))) continue;
+    /* "L4" must not catch the L40: a part name ending in a digit needs a non-digit after it. */
+    if (r->part && name) {
+      const char *at = strstr(name, r->part);
+      char next = at[strlen(r->part)];
+      if (next >= '0' && next <= '9') continue;
+    }
+    return r;
+  }
+  return NULL;
+}
+
 double attn_datasheet_fp32_flops_per_sm_clk(int sm) {
-  for (size_t i = 0; i < sizeof kPeaks / sizeof kPeaks[0]; ++i)
-    if (kPeaks[i].sm == sm) return kPeaks[i].fp32;
-  return 0.0;
+  const peak_row *r = peak_find(sm, NULL);
+  return r ? r->fp32 : 0.0;
 }
 
 double attn_datasheet_bf16_flops_per_sm_clk(int sm) {
-  for (size_t i = 0; i < sizeof kPeaks / sizeof kPeaks[0]; ++i)
-    if (kPeaks[i].sm == sm) return kPeaks[i].bf16;
-  return 0.0;
+  const peak_row *r = peak_find(sm, NULL);
+  return r ? r->bf16 : 0.0;
+}
+
+double attn_datasheet_fp32_flops_for(int sm, const char *name) {
+  const peak_row *r = peak_find(sm, name);
+  return r ? r->fp32 : 0.0;
+}
+
+double attn_datasheet_bf16_flops_for(int sm, const char *name) {
+  const peak_row *r = peak_find(sm, name);
+  return r ? r->bf16 : 0.0;
 }
 
 const char *attn_build_archs(void) { return ATTN_BUILD_ARCHS; }
@@ -49,14 +84,44 @@ static int attr(enum cudaDeviceAttr a, int dev) {
   return v;
 }
 
+int attn_no_device_reason(int device_count_error, int driver_version, int runtime_version,
+                          char *why, size_t why_len) {
+  const cudaError_t err = (cudaError_t)device_count_error;
+  const int rt_major = runtime_version / 1000, rt_minor = (runtime_version % 1000) / 10;
+  if (driver_version == 0) {
+    snprintf(why, why_len,
+             "no usable CUDA device: no NVIDIA driver is installed on this machine (no GPU, or its "
+             "driver is missing)");
+  } else if (err == cudaErrorInsufficientDriver || driver_version < runtime_version) {
+    snprintf(why, why_len,
+             "no usable CUDA device: the NVIDIA driver supports CUDA up to %d.%d, this program was "
+             "built with CUDA %d.%d: update the driver, or build with a toolkit no newer than %d.%d",
+             driver_version / 1000, (driver_version % 1000) / 10, rt_major, rt_minor,
+             driver_version / 1000, (driver_version % 1000) / 10);
+  } else if (err == cudaErrorNoDevice || err == cudaSuccess) {
+    const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+    if (vis)
+      snprintf(why, why_len,
+               "no usable CUDA device: none is visible (CUDA_VISIBLE_DEVICES=\"%s\" hides them)", vis);
+    else
+      snprintf(why, why_len, "no usable CUDA device: the driver is installed but finds no GPU");
+  } else {
+    snprintf(why, why_len, "no usable CUDA device: %s (%s)", cudaGetErrorString(err),
+             cudaGetErrorName(err));
+  }
+  return 0;
+}
+
 int attn_device_query(attn_device *d, char *why, size_t why_len) {
   memset(d, 0, sizeof *d);
-  int count = 0;
+  int count = 0, driver = 0, runtime = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    snprintf(why, why_len, "no usable CUDA device (%s)",
-             err != cudaSuccess ? cudaGetErrorString(err) : "no GPU found");
     (void)cudaGetLastError(); /* clear it so later calls start clean */
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    (void)cudaGetLastError();
+    attn_no_device_reason((int)err, driver, runtime, why, why_len);
     return -1;
   }
   err = cudaGetDevice(&d->id);
@@ -85,8 +150,8 @@ int attn_device_query(attn_device *d, char *why, size_t why_len) {
   cudaRuntimeGetVersion(&d->runtime_version);
   int sm = attn_device_sm(d);
   double clk = d->sm_clock_khz * 1e3;
-  d->fp32_tflops = attn_datasheet_fp32_flops_per_sm_clk(sm) * d->sm_count * clk / 1e12;
-  d->bf16_tensor_tflops = attn_datasheet_bf16_flops_per_sm_clk(sm) * d->sm_count * clk / 1e12;
+  d->fp32_tflops = attn_datasheet_fp32_flops_for(sm, d->name) * d->sm_count * clk / 1e12;
+  d->bf16_tensor_tflops = attn_datasheet_bf16_flops_for(sm, d->name) * d->sm_count * clk / 1e12;
   return 0;
 }
 
@@ -107,12 +172,15 @@ void attn_device_print(const attn_device *d, FILE *f) {
   if (d->fp32_tflops > 0.0) {
     fprintf(f, "peaks    datasheet rates x %d SMs x %d MHz: fp32 %.1f TFLOP/s (%.0f flop/clk/SM)",
             d->sm_count, d->sm_clock_khz / 1000, d->fp32_tflops,
-            attn_datasheet_fp32_flops_per_sm_clk(sm));
+            attn_datasheet_fp32_flops_for(sm, d->name));
     if (d->bf16_tensor_tflops > 0.0)
       fprintf(f, ", bf16 tensor %.0f TFLOP/s (%.0f flop/clk/SM)", d->bf16_tensor_tflops,
-              attn_datasheet_bf16_flops_per_sm_clk(sm));
+              attn_datasheet_bf16_flops_for(sm, d->name));
+    else
+      fprintf(f, ", bf16 tensor: none on this architecture (%% of peak not shown)");
     fprintf(f, "\n");
   } else {
-    fprintf(f, "peaks    sm_%d is not in the datasheet table: no %% of peak for arithmetic\n", sm);
+    fprintf(f, "peaks    sm_%d is not in the datasheet table (common/device.c): TFLOP/s are shown, "
+               "%% of peak is not\n", sm);
   }
 }

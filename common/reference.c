@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_progress.h"
 #include "attn_rng.h"
 
 void attn_row_coords(const attn_problem *p, size_t r, int *b, int *i, int *h) {
@@ -59,6 +60,9 @@ static void reference_row(const attn_problem *p, const float *q, const float *k,
 
 void attn_reference(const attn_problem *p, const float *q, const float *k, const float *v,
                     const size_t *rows, size_t n_rows, double *o, double *lse) {
+  attn_progress pr;
+  attn_progress_begin(&pr, "reference", "rows", (double)n_rows);
+  long done = 0;
 #pragma omp parallel
   {
     double *s = (double *)malloc(sizeof(double) * (size_t)(p->seq_kv > 0 ? p->seq_kv : 1));
@@ -66,9 +70,18 @@ void attn_reference(const attn_problem *p, const float *q, const float *k, const
     for (long t = 0; t < (long)n_rows; ++t) {
       size_t r = rows ? rows[t] : (size_t)t;
       reference_row(p, q, k, v, r, s, o + (size_t)t * p->dim, lse ? lse + t : NULL);
+      long now_done;
+#pragma omp atomic capture
+      now_done = ++done;
+      /* One thread at a time updates the line; the others go on computing. */
+      if ((now_done & 15) == 0) {
+#pragma omp critical(attn_progress_line)
+        attn_progress_update(&pr, (double)now_done);
+      }
     }
     free(s);
   }
+  attn_progress_end(&pr);
 }
 
 static int cmp_size(const void *a, const void *b) {

@@ -1,6 +1,7 @@
 /* The runner: check, time and tabulate a lesson's versions. See attn_runner.h. */
 #include "attn_runner.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,8 +391,10 @@ static void table_row(FILE *out, const attn_result *r) {
     fprintf(out, "%10s\n", "-");
   } else {
     fprintf(out, "%10.4f ", r->timing.median_ms);
-    if (r->work.flops > 0)
+    if (r->work.flops > 0 && r->pct_flops >= 0)
       fprintf(out, "%9.2f %5.1f%% ", r->tflops, r->pct_flops);
+    else if (r->work.flops > 0)
+      fprintf(out, "%9.2f %6s ", r->tflops, "?");
     else
       fprintf(out, "%9s %6s ", "-", "-");
     if (r->work.bytes > 0)
@@ -417,7 +420,7 @@ static void rates(const attn_device *dev, attn_result *r) {
   double s = r->timing.median_ms * 1e-3;
   r->tflops = r->work.flops / s / 1e12;
   double peak = r->version->dtype == ATTN_BF16 ? dev->bf16_tensor_tflops : dev->fp32_tflops;
-  r->pct_flops = peak > 0 ? 100.0 * r->tflops / peak : 0.0;
+  r->pct_flops = peak > 0 ? 100.0 * r->tflops / peak : -1.0; /* -1: no datasheet peak known */
   r->gbs = r->work.bytes / s / 1e9;
   double bw = r->work.peak_gbs > 0 ? r->work.peak_gbs : dev->mem_bw_gbs;
   r->pct_bw = bw > 0 ? 100.0 * r->gbs / bw : 0.0;
@@ -495,13 +498,115 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
   return failures;
 }
 
+/* ---- Will it fit? --------------------------------------------------------------------------------- */
+
+static int selected(const attn_options *o, int i) { return o->version == 0 || o->version == i + 1; }
+
+void attn_footprint(const attn_lesson *L, const attn_options *o, double *device_bytes,
+                    double *host_bytes) {
+  const attn_problem *p = &o->problem;
+  int dtype_used[2] = {0, 0}, any_dense = 0;
+  double dev = 0.0, host = 0.0, custom_dev = 0.0, custom_host = 0.0, out_max = 0.0;
+  for (int i = 0; i < L->n_versions; ++i) {
+    const attn_version *v = &L->versions[i];
+    if (!selected(o, i)) continue;
+    if (v->kind == ATTN_CUSTOM) {
+      double d = 0.0, h = 0.0;
+      if (v->custom && v->custom->footprint) v->custom->footprint(p, &d, &h);
+      if (d > custom_dev) custom_dev = d;
+      if (h > custom_host) custom_host = h;
+      continue;
+    }
+    any_dense = 1;
+    dtype_used[v->dtype] = 1;
+    /* O and LSE of the version on the GPU, and their copies on the host for the check. */
+    double out = (double)attn_q_elems(p) * attn_dtype_size(v->dtype) + 4.0 * (double)attn_rows(p);
+    if (out > out_max) out_max = out;
+  }
+  if (any_dense) {
+    const double nq = (double)attn_q_elems(p), nkv = (double)attn_kv_elems(p);
+    for (int t = 0; t < 2; ++t)
+      if (dtype_used[t]) dev += (nq + 2.0 * nkv) * attn_dtype_size((attn_dtype)t);
+    dev += out_max;
+    host += 4.0 * (nq + 2.0 * nkv) + out_max; /* fp32 inputs, one output copy */
+    if (!o->no_check) {
+      /* Reference rows in double: at most every row. */
+      double rows = (double)attn_rows(p);
+      const double macs = 2.0 * attn_visible_pairs(p) * p->dim;
+      if (macs > ATTN_FULL_CHECK_MACS) rows = (double)p->batch * p->heads * 10.0;
+      host += rows * (8.0 * p->dim + 8.0 + 8.0);
+    }
+  }
+  *device_bytes = dev + custom_dev;
+  *host_bytes = host + custom_host;
+}
+
+static int fits_at(const attn_lesson *L, const attn_options *o, double dev_free, double host_free) {
+  double d = 0.0, h = 0.0;
+  attn_footprint(L, o, &d, &h);
+  return (dev_free <= 0.0 || d <= dev_free) && (host_free <= 0.0 || h <= host_free);
+}
+
+double attn_host_available_bytes(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0.0;
+  char line[256];
+  double kb = 0.0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "MemAvailable:", 13) == 0) {
+      kb = strtod(line + 13, NULL);
+      break;
+    }
+  }
+  fclose(f);
+  return kb * 1024.0;
+}
+
+int attn_fits(const attn_lesson *L, const attn_options *o, double dev_free, double host_free,
+              char *why, size_t why_len) {
+  if (fits_at(L, o, dev_free, host_free)) return 0;
+  double d = 0.0, h = 0.0;
+  attn_footprint(L, o, &d, &h);
+  /* The longest sequence axis is the one to shrink: --kv-seq for long rows, else --seq (both when
+   * they are equal, as for self-attention). */
+  attn_options t = *o;
+  const int both = o->problem.seq_q == o->problem.seq_kv;
+  const int kv = !both && o->problem.seq_kv > o->problem.seq_q;
+  const char *axis = kv ? "--kv-seq" : "--seq";
+  int lo = 0, hi = kv ? o->problem.seq_kv : o->problem.seq_q; /* lo fits (0: none yet), hi does not */
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    if (kv || both) t.problem.seq_kv = mid;
+    if (!kv) t.problem.seq_q = mid;
+    if (fits_at(L, &t, dev_free, host_free))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  char tail[96];
+  if (lo > 0)
+    snprintf(tail, sizeof tail, "the largest %s that fits is %d", axis, lo);
+  else
+    snprintf(tail, sizeof tail, "no %s fits: lower --batch or --heads", axis);
+  snprintf(why, why_len,
+           "problem too large: it needs %.2f GB on the GPU (%.2f GB free) and %.2f GB of host memory "
+           "(%.2f GB available); %s",
+           d / 1e9, dev_free / 1e9, h / 1e9, host_free / 1e9, tail);
+  return -1;
+}
+
 /* ---- The program ---------------------------------------------------------------------------------- */
 
-static void csv_write(FILE *f, const attn_lesson *L, const attn_options *o, const attn_device *dev,
-                      const attn_result *rs) {
-  const attn_problem *p = &o->problem;
+static void csv_header(FILE *f) {
   fprintf(f, "lesson,version,name,dtype,batch,heads,kv_heads,seq_q,seq_kv,dim,causal,status,max_abs,"
              "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note\n");
+}
+
+/* One row per selected version; returns the number of rows. */
+static int csv_rows(FILE *f, const attn_lesson *L, const attn_options *o, const attn_device *dev,
+                    const attn_result *rs) {
+  const attn_problem *p = &o->problem;
+  int rows = 0;
   for (int i = 0; i < L->n_versions; ++i) {
     const attn_result *r = &rs[i];
     if (o->version != 0 && o->version != i + 1) continue;
@@ -512,14 +617,43 @@ static void csv_write(FILE *f, const attn_lesson *L, const attn_options *o, cons
       fprintf(f, "%.3e,%.3e,", r->verdict.max_abs, r->verdict.rel_l2);
     else
       fprintf(f, ",,");
-    if (r->timed)
+    if (r->timed && r->pct_flops >= 0)
       fprintf(f, "%.5f,%.3f,%.2f,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->pct_flops, r->gbs,
               r->pct_bw, r->work.peak_label ? r->work.peak_label : "HBM");
+    else if (r->timed)
+      fprintf(f, "%.5f,%.3f,,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->gbs, r->pct_bw,
+              r->work.peak_label ? r->work.peak_label : "HBM");
     else
       fprintf(f, ",,,,,,");
     /* Notes may hold commas: quote them. */
     fprintf(f, "%s,\"%s\"\n", dev ? dev->name : "", r->note);
+    rows++;
   }
+  return rows;
+}
+
+/* Close @p f (the CSV file or stdout) and report a write that failed; returns 0 or 1. */
+static int close_checked(FILE *f, const char *prog, const char *name, int is_stdout) {
+  int bad = fflush(f) != 0 || ferror(f);
+  int e = errno;
+  if (!is_stdout) {
+    if (fclose(f) != 0 && !bad) {
+      bad = 1;
+      e = errno;
+    }
+  }
+  if (bad) fprintf(stderr, "%s: writing %s failed: %s\n", prog, name, strerror(e ? e : EIO));
+  return bad;
+}
+
+/* What the program ends with: the status, or 1 when stdout or the CSV could not be written. */
+static int finish(int status, FILE *csv, const char *csv_path, int csv_rows, const char *prog) {
+  if (csv) {
+    if (csv_rows == 0) printf("--csv %s: header only, no GPU rows were written\n", csv_path);
+    if (close_checked(csv, prog, csv_path, 0)) status = status ? status : 1;
+  }
+  if (close_checked(stdout, prog, "standard output", 1)) status = status ? status : 1;
+  return status;
 }
 
 int attn_main(int argc, char **argv, const attn_lesson *L) {
@@ -531,16 +665,17 @@ int attn_main(int argc, char **argv, const attn_lesson *L) {
   attn_cli_spec spec = {prog, L->title, L->defaults, L->dims, L->n_dims, n, names};
   attn_options o;
   int rc = attn_cli_parse(argc, argv, &spec, &o, err, sizeof err, stdout);
-  if (rc == ATTN_CLI_HELP) return 0;
+  if (rc == ATTN_CLI_HELP) return close_checked(stdout, prog, "standard output", 1);
   if (rc != ATTN_CLI_OK) {
     fprintf(stderr, "%s: %s\n", prog, err);
     return 2;
   }
   FILE *csv = NULL;
   if (o.csv_path && !(csv = fopen(o.csv_path, "w"))) {
-    fprintf(stderr, "%s: --csv: cannot write '%s'\n", prog, o.csv_path);
+    fprintf(stderr, "%s: --csv: cannot write '%s': %s\n", prog, o.csv_path, strerror(errno));
     return 2;
   }
+  if (csv) csv_header(csv);
 
   printf("lesson %d: %s\n", L->number, L->title);
   printf("problem  ");
@@ -549,35 +684,44 @@ int attn_main(int argc, char **argv, const attn_lesson *L) {
 
   int status = 0;
   if (L->cpu_part && L->cpu_part(&o) != 0) status = 1;
+  const char *cpu_ran = L->cpu_part ? "the CPU part above ran" : "this lesson has no CPU part";
 
   attn_device dev;
-  char why[256];
+  char why[320];
   if (o.cpu_only) {
-    printf("--cpu: GPU part not run\n");
-    if (csv) fclose(csv);
-    return status;
+    printf("--cpu: %s; the GPU part was not run\n", cpu_ran);
+    return finish(status, csv, o.csv_path, 0, prog);
   }
   if (attn_device_query(&dev, why, sizeof why) != 0) {
-    printf("%s: the GPU part is not run; the CPU parts above ran\n", why);
-    if (csv) fclose(csv);
-    return status;
+    printf("%s\n%s; the GPU part was not run (exit code %d: %s)\n", why, cpu_ran, status,
+           status ? "the CPU part failed" : "nothing failed");
+    return finish(status, csv, o.csv_path, 0, prog);
   }
   attn_device_print(&dev, stdout);
+
+  size_t dev_free = 0, dev_total = 0;
+  if (cudaMemGetInfo(&dev_free, &dev_total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    dev_free = 0;
+  }
+  if (attn_fits(L, &o, (double)dev_free, attn_host_available_bytes(), why, sizeof why) != 0) {
+    fprintf(stderr, "%s: %s\n", prog, why);
+    finish(status, csv, o.csv_path, 0, prog);
+    return 2;
+  }
 
   attn_result *results = (attn_result *)calloc((size_t)L->n_versions, sizeof(attn_result));
   if (!results) {
     fprintf(stderr, "%s: out of memory\n", prog);
-    if (csv) fclose(csv);
+    finish(status, csv, o.csv_path, 0, prog);
     return 1;
   }
   int failures = attn_run_versions(L, &o, &dev, results, stdout);
   if (failures) status = 1;
   if (L->report && L->report(&o, &dev, results, L->n_versions) != 0) status = 1;
-  if (csv) {
-    csv_write(csv, L, &o, &dev, results);
-    fclose(csv);
-  }
+  int rows = 0;
+  if (csv) rows = csv_rows(csv, L, &o, &dev, results);
   printf("\n%s: %d version(s) failed or hit an error\n", failures ? "FAILED" : "ok", failures);
   free(results);
-  return status;
+  return finish(status, csv, o.csv_path, rows, prog);
 }

@@ -3,32 +3,51 @@
 #
 #   scripts/gpu-suite.sh [PHASE ...]      phases: build test lessons sanitize bench ncu (default: all
 #                                         but ncu)
-#   OUT=dir   where the log and results go (default ./gpu-out)
+#   OUT=dir   where the results folder goes (default ./gpu-out)
+#   RUN=name  the results folder's name (default <device>-<UTC date>, e.g. h200-2026-11-23)
 #   LESSONS="1 2"  which lessons to run (default: every lesson present)
 #   SAN_TIMEOUT=300  seconds each compute-sanitizer run may take
 #
-# Writes $OUT/gpu-suite.log (everything) and $OUT/results.csv (every lesson run's table).
-# Each lesson may list extra runs in lessons/NN_*/gpu-runs.txt, one line of arguments per run.
+# Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
+# so that it can be copied there as it is and read by scripts/results-tables.py:
+#   gpu-suite.log   everything, every phase
+#   nvidia-smi.txt  nvidia-smi -q, then nvcc --version
+#   lessons.csv     phase lessons: every lesson run's table (the programs' --csv rows)
+#   peers.csv       phase bench: every bench/lesson*_peers.py figure (columns: bench/peer_timing.py)
+#   ncu.txt         phase ncu: per line of lessons/*/ncu-runs.txt a header "#### ncu FILE:LINE: ARGS"
+#                   and Nsight Compute's --csv --print-units base output of that line
+# Each lesson may list extra runs in lessons/NN_*/gpu-runs.txt, one line of arguments per run; a line
+# may repeat a shape, and the repeats are the archive's measure of run-to-run noise.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-LOG=$OUT/gpu-suite.log
-CSV=$OUT/results.csv
 BUILD=${BUILD_DIR:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 phases=${*:-build test lessons sanitize bench}
 status=0
+
+# The folder's name: the GPU's model in lower case ("NVIDIA H200" -> h200) and the UTC date.
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+slug=$(printf '%s' "${gpu_name:-no-gpu}" | sed -E 's/^NVIDIA //I' | tr '[:upper:]' '[:lower:]' |
+       sed -E 's/^([a-z][0-9]+[a-z]?)([ -].*)?$/\1/; s/[^a-z0-9]+/-/g; s/^-+|-+$//g')
+RUN=${RUN:-${slug:-gpu}-$(date -u +%F)}
+DEST=$OUT/$RUN
+mkdir -p "$DEST"
+LOG=$DEST/gpu-suite.log
+CSV=$DEST/lessons.csv
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
 
 say() { printf '\n==== %s ====\n' "$*" | tee -a "$LOG"; }
 run() { echo "\$ $*" >>"$LOG"; "$@" >>"$LOG" 2>&1; local rc=$?; [ $rc -eq 0 ] || echo "  (exit $rc) $*" | tee -a "$LOG"; return $rc; }
 has() { case " $phases " in *" $1 "*) return 0;; esac; return 1; }
 
 : >"$LOG"
-say "machine $(date -u +%Y-%m-%dT%H:%MZ)"
+say "machine $(date -u +%Y-%m-%dT%H:%MZ) -> $DEST"
 run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
 run nvcc --version
 run cmake --version
+{ nvidia-smi -q 2>&1; printf '\n==== nvcc --version ====\n'; nvcc --version 2>&1; } >"$DEST/nvidia-smi.txt"
 
 # Check from the Debian packages carried in .carry/ (the GPU machine has no package manager).
 if ! pkg-config --exists check 2>/dev/null && ls .carry/*.deb >/dev/null 2>&1; then
@@ -69,11 +88,11 @@ if has lessons; then
     for args in "${runs[@]}"; do
       say "lesson-$n $args"
       # shellcheck disable=SC2086
-      "$bin" $args --csv "$OUT/one.csv" 2>&1 | tee -a "$LOG" | tail -30
+      "$bin" $args --csv "$TMP/one.csv" 2>&1 | tee -a "$LOG" | tail -30
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-      if [ -f "$OUT/one.csv" ]; then
-        if [ -s "$CSV" ]; then tail -n +2 "$OUT/one.csv" >>"$CSV"; else cat "$OUT/one.csv" >>"$CSV"; fi
-        rm -f "$OUT/one.csv"
+      if [ -f "$TMP/one.csv" ]; then
+        if [ -s "$CSV" ]; then tail -n +2 "$TMP/one.csv" >>"$CSV"; else cat "$TMP/one.csv" >>"$CSV"; fi
+        rm -f "$TMP/one.csv"
       fi
     done
   done
@@ -94,25 +113,42 @@ fi
 
 if has bench; then
   export ATTN_LIB=$PWD/$BUILD/lib/libattn_lessons.so # the peer scripts call the lessons through it
+  mkdir -p "$TMP/peers"
+  rm -f "$DEST/peers.csv"
   for py in bench/lesson*_peers.py; do
     [ -f "$py" ] || continue
     say "python3 $py"
-    PYTHONUNBUFFERED=1 python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
+    PYTHONUNBUFFERED=1 PEERS_OUT="$TMP/peers" python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
+  # One peers.csv: the scripts write the same columns, so the header is kept once.
+  for f in "$TMP"/peers/peers-lesson*.csv; do
+    [ -f "$f" ] || continue
+    if [ -s "$DEST/peers.csv" ]; then tail -n +2 "$f" >>"$DEST/peers.csv"; else cat "$f" >"$DEST/peers.csv"; fi
   done
 fi
 
 if has ncu; then
+  rm -f "$DEST/ncu.txt"
   for f in lessons/*/ncu-runs.txt; do
     [ -f "$f" ] || continue
+    lineno=0
     while IFS= read -r line; do
+      lineno=$((lineno + 1))
       case "$line" in ''|'#'*) continue;; esac
       say "ncu $line"
+      # The counters go to their own file as CSV (base units: bytes, nanoseconds); the program's
+      # output stays in the log.
+      rm -f "$TMP/ncu.csv"
       # shellcheck disable=SC2086
-      (cd "$BUILD/bin" && timeout 600 ncu --clock-control none $line) 2>&1 | tee -a "$LOG" | tail -30
+      (cd "$BUILD/bin" && timeout 600 ncu --clock-control none --csv --print-units base \
+         --log-file "$TMP/ncu.csv" $line) 2>&1 | tee -a "$LOG" | tail -30
+      { printf '#### ncu %s:%d: %s\n' "$f" "$lineno" "$line"
+        [ -f "$TMP/ncu.csv" ] && cat "$TMP/ncu.csv"
+        printf '\n'; } | tee -a "$LOG" >>"$DEST/ncu.txt"
     done <"$f"
   done
 fi
 
-say "gpu-suite: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+say "gpu-suite: $([ $status -eq 0 ] && echo PASS || echo FAIL); results in $DEST"
 exit $status

@@ -59,6 +59,10 @@ START_TEST(defaults_and_good_values) {
   ck_assert_int_eq(o.problem.seq_kv, 4096);
   ck_assert_int_eq(o.check_only, 1);
 
+  const char *a4[] = {"--seq", "0128", NULL}; /* leading zeros stay accepted */
+  ck_assert_int_eq(parse(a4, &o, err), ATTN_CLI_OK);
+  ck_assert_int_eq(o.problem.seq_q, 128);
+
   const char *a3[] = {"--help", NULL};
   ck_assert_int_eq(parse(a3, &o, err), ATTN_CLI_HELP);
 }
@@ -89,6 +93,12 @@ static const struct {
     {{"--seed", "-1", NULL}, "--seed must be a non-negative integer"},
     {{"--block-size", "0", NULL}, "--block-size must be an integer"},
     {{"--check-only", "--no-check", NULL}, "--check-only and --no-check exclude each other"},
+    {{"--seq", " 128", NULL}, "--seq must be an integer in 1..16777216, got ' 128'"},
+    {{"--seq", "+3", NULL}, "--seq must be an integer in 1..16777216, got '+3'"},
+    {{"--batch", "4 ", NULL}, "--batch must be an integer"},
+    {{"--iters", "+5", NULL}, "--iters must be an integer"},
+    {{"--seed", " 7", NULL}, "--seed must be a non-negative integer"},
+    {{" 2", NULL}, "VERSION must be a number in 1..3, got ' 2'"},
     {{"--batch", "65536", "--seq", "65536", "--heads", "256", NULL}, "problem too large"},
 };
 enum { N_BAD = sizeof kBad / sizeof kBad[0] };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_progress.h"
 #include "attn_test.h"
 
 /* ---- RNG ---- */
@@ -382,6 +383,138 @@ START_TEST(datasheet_table) {
   ck_assert_double_eq(attn_datasheet_bf16_flops_per_sm_clk(90), 4096.0);
   ck_assert_double_eq(attn_datasheet_fp32_flops_per_sm_clk(80), 128.0);
   ck_assert_double_eq(attn_datasheet_bf16_flops_per_sm_clk(61), 0.0);
+  /* GA102 whitepaper: RTX 3090, 71 TFLOP/s bf16 (fp32 accumulate), 82 SMs at 1.695 GHz. */
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(86, "NVIDIA GeForce RTX 3090"), 512.0);
+  ck_assert(fabs(512.0 * 82 * 1.695e9 / 1e12 - 71.0) < 0.5);
+  /* The professional parts run that mode at twice the GeForce rate; told apart by name. */
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(86, "NVIDIA A40"), 1024.0);
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(89, "NVIDIA L40S"), 1024.0);
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(89, "NVIDIA L4"), 1024.0);
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(89, "NVIDIA L40"), 512.0);
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(89, "NVIDIA GeForce RTX 4090"), 512.0);
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(90, "NVIDIA H200"), 4096.0);
+  ck_assert_double_eq(attn_datasheet_fp32_flops_for(86, "NVIDIA A40"), 256.0);
+  /* An architecture the table lacks: 0, which the runner shows as "?" and never divides by. */
+  ck_assert_double_eq(attn_datasheet_bf16_flops_for(120, "NVIDIA GeForce RTX 5090"), 0.0);
+  ck_assert_double_eq(attn_datasheet_fp32_flops_for(120, "NVIDIA GeForce RTX 5090"), 0.0);
+}
+END_TEST
+
+START_TEST(no_device_reasons_tell_the_cases_apart) {
+  char why[320];
+  attn_no_device_reason(cudaErrorInsufficientDriver, 0, 13000, why, sizeof why);
+  ck_assert_ptr_nonnull(strstr(why, "no usable CUDA device"));
+  ck_assert_ptr_nonnull(strstr(why, "no NVIDIA driver is installed"));
+  ck_assert_ptr_null(strstr(why, "insufficient"));
+  attn_no_device_reason(cudaErrorInsufficientDriver, 12040, 13000, why, sizeof why);
+  ck_assert_ptr_nonnull(strstr(why, "supports CUDA up to 12.4"));
+  ck_assert_ptr_nonnull(strstr(why, "built with CUDA 13.0"));
+  attn_no_device_reason(cudaErrorNoDevice, 13000, 13000, why, sizeof why);
+  ck_assert_ptr_nonnull(strstr(why, "no usable CUDA device"));
+  ck_assert(strstr(why, "none is visible") || strstr(why, "finds no GPU"));
+  ck_assert_ptr_null(strchr(why, '\n'));
+}
+END_TEST
+
+/* A custom version whose footprint is rows x cols fp32 in and out, like lesson 02's softmax. */
+static void fake_footprint(const attn_problem *p, double *dev, double *host) {
+  const double bytes = 4.0 * p->batch * p->heads * p->seq_q * (double)p->seq_kv;
+  *dev = 2.0 * bytes;
+  *host = 2.0 * bytes;
+}
+
+START_TEST(problems_that_cannot_fit_are_refused_with_the_largest_that_fits) {
+  static const attn_custom custom = {.footprint = fake_footprint};
+  static const attn_version versions[1] = {{.name = "fake", .kind = ATTN_CUSTOM, .custom = &custom}};
+  attn_lesson L;
+  memset(&L, 0, sizeof L);
+  L.number = 2;
+  L.versions = versions;
+  L.n_versions = 1;
+  attn_options o;
+  memset(&o, 0, sizeof o);
+  o.problem = attn_test_problem(1, 16, 16, 1024, 1000000, 64, 0);
+  double dev = 0, host = 0;
+  attn_footprint(&L, &o, &dev, &host);
+  ck_assert_double_eq(dev, 2.0 * 4.0 * 16 * 1024 * 1e6); /* 131 GB */
+  char why[320];
+  /* 64 GB on the GPU, plenty of host: the largest --kv-seq is 64e9 / (8 * 16384) = 488281. */
+  ck_assert_int_eq(attn_fits(&L, &o, 64e9, 1e12, why, sizeof why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "131.07 GB on the GPU (64.00 GB free)"));
+  ck_assert_ptr_nonnull(strstr(why, "the largest --kv-seq that fits is 488281"));
+  ck_assert_ptr_null(strchr(why, '\n'));
+  /* The host can be the limit too. */
+  ck_assert_int_eq(attn_fits(&L, &o, 1e12, 32e9, why, sizeof why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "the largest --kv-seq that fits is 244140"));
+  /* Square problems shrink --seq. */
+  o.problem.seq_q = o.problem.seq_kv = 65536;
+  ck_assert_int_eq(attn_fits(&L, &o, 64e9, 1e12, why, sizeof why), -1);
+  ck_assert_ptr_nonnull(strstr(why, "the largest --seq that fits is"));
+  /* What fits passes; an unknown limit (0) is not checked. */
+  o.problem = attn_test_problem(1, 16, 16, 1024, 4096, 64, 0);
+  ck_assert_int_eq(attn_fits(&L, &o, 64e9, 1e12, why, sizeof why), 0);
+  o.problem.seq_kv = 1000000;
+  ck_assert_int_eq(attn_fits(&L, &o, 0, 0, why, sizeof why), 0);
+  ck_assert(attn_host_available_bytes() > 0);
+}
+END_TEST
+
+START_TEST(dense_footprint_counts_inputs_per_dtype) {
+  static const attn_version versions[2] = {{.name = "f", .kind = ATTN_DENSE, .dtype = ATTN_F32},
+                                           {.name = "b", .kind = ATTN_DENSE, .dtype = ATTN_BF16}};
+  attn_lesson L;
+  memset(&L, 0, sizeof L);
+  L.versions = versions;
+  L.n_versions = 2;
+  attn_options o;
+  memset(&o, 0, sizeof o);
+  o.problem = attn_test_problem(2, 8, 2, 100, 300, 64, 0);
+  o.no_check = 1;
+  const double nq = 2.0 * 100 * 8 * 64, nkv = 2.0 * 300 * 2 * 64, rows = 2.0 * 100 * 8;
+  double dev = 0, host = 0;
+  attn_footprint(&L, &o, &dev, &host);
+  /* fp32 and bf16 copies of Q, K, V, plus the largest O and LSE (fp32). */
+  ck_assert_double_eq(dev, (nq + 2 * nkv) * 6.0 + nq * 4.0 + 4.0 * rows);
+  ck_assert_double_eq(host, 4.0 * (nq + 2 * nkv) + nq * 4.0 + 4.0 * rows);
+  o.version = 2; /* only the bf16 version */
+  attn_footprint(&L, &o, &dev, &host);
+  ck_assert_double_eq(dev, (nq + 2 * nkv) * 2.0 + nq * 2.0 + 4.0 * rows);
+}
+END_TEST
+
+START_TEST(progress_line_only_when_long_and_enabled) {
+  char buf[512];
+  FILE *f = tmpfile();
+  ck_assert_ptr_nonnull(f);
+  attn_progress pr;
+  attn_progress_begin(&pr, "reference", "rows", 1000);
+  pr.out = f;
+  pr.enabled = 1;
+  pr.t0 -= 1.0;          /* one second spent on 10 rows: 100 s projected */
+  attn_progress_update(&pr, 10);
+  attn_progress_end(&pr);
+  rewind(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  ck_assert_ptr_nonnull(strstr(buf, "reference:   1% (10 of 1000 rows), about 99 s left"));
+  ck_assert_ptr_nonnull(strstr(buf, "reference: done, 1000 rows in"));
+  fclose(f);
+
+  /* Short work, or output disabled: nothing. */
+  f = tmpfile();
+  attn_progress_begin(&pr, "reference", "rows", 1000);
+  pr.out = f;
+  pr.enabled = 1;
+  attn_progress_update(&pr, 999); /* just started and nearly done: well under 2 s */
+  attn_progress_end(&pr);
+  attn_progress_begin(&pr, "reference", "rows", 1000);
+  pr.out = f;
+  pr.enabled = 0;
+  pr.t0 -= 1.0;
+  attn_progress_update(&pr, 10);
+  attn_progress_end(&pr);
+  ck_assert_int_eq(ftell(f), 0);
+  fclose(f);
 }
 END_TEST
 
@@ -406,6 +539,10 @@ int main(void) {
   tcase_add_test(tc, paged_cache_round_trips_and_poisons_free_slots);
   tcase_add_test(tc, work_model_counts);
   tcase_add_test(tc, datasheet_table);
+  tcase_add_test(tc, no_device_reasons_tell_the_cases_apart);
+  tcase_add_test(tc, problems_that_cannot_fit_are_refused_with_the_largest_that_fits);
+  tcase_add_test(tc, dense_footprint_counts_inputs_per_dtype);
+  tcase_add_test(tc, progress_line_only_when_long_and_enabled);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);
 }

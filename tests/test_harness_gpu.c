@@ -60,8 +60,9 @@ static void affine_teardown(void *state) {
   free(s->hy);
   free(s);
 }
-static const attn_custom kAffine = {affine_setup, affine_poison, affine_launch,
-                                    affine_check, affine_work,   affine_teardown};
+static const attn_custom kAffine = {.setup = affine_setup, .poison = affine_poison,
+                                    .launch = affine_launch, .check = affine_check,
+                                    .work = affine_work, .teardown = affine_teardown};
 
 static const char *dim_le_128(const attn_problem *p) {
   return p->dim > TH_MAX_DIM ? "test kernels take dim <= 128" : NULL;

@@ -1,4 +1,5 @@
-/* probe_fma.cu: registers and fp32 FMA throughput, the compute roof of the fp32 roofline.
+/** @file
+ * @brief probe_fma.cu: registers and fp32 FMA throughput, the compute roof of the fp32 roofline.
  *
  * What changes from the shared-memory probe: no memory at all inside the loop. Every operand is a
  * register, the top of the pyramid: each FMA reads three 4-byte operands and writes one, with no
@@ -19,6 +20,8 @@
 
 #include "attn_cuda.cuh"
 
+/** The FMA probe: each thread runs L01_FMA_CHAINS independent chains x = fmaf(x, a, b) for
+ * `iters` trips from L01_FMA_START and writes the chains' sum to out[global thread index]. */
 __global__ void __launch_bounds__(L01_CHIP_THREADS)
     l01_fma_kernel(float *out, int iters, float a, float b) {
   const unsigned g = blockIdx.x * blockDim.x + threadIdx.x;

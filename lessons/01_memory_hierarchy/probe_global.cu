@@ -1,4 +1,5 @@
-/* probe_global.cu: HBM and L2 bandwidth probes (read, write, copy) and the pattern fills.
+/** @file
+ * @brief probe_global.cu: HBM and L2 bandwidth probes (read, write, copy) and the pattern fills.
  *
  * What changes from the host-link probes: the data no longer crosses PCIe; SMs load and store it
  * themselves, so bandwidth now depends on how the kernel is written.
@@ -33,18 +34,19 @@
 
 #include "attn_cuda.cuh"
 
-/* Element i of the hash pattern, on the device. */
+/** Element i of the hash pattern, on the device. */
 static __device__ __forceinline__ float l01_hash_dev(size_t i) {
   return __uint_as_float(L01_HASH_BITS(i));
 }
 
-/* Vector j (floats 4j .. 4j+3) of the hash pattern. */
+/** Vector j (floats 4j .. 4j+3) of the hash pattern. */
 static __device__ __forceinline__ float4 l01_hash4_dev(size_t j) {
   const size_t i = 4 * j;
   return make_float4(l01_hash_dev(i), l01_hash_dev(i + 1), l01_hash_dev(i + 2),
                      l01_hash_dev(i + 3));
 }
 
+/** Fill with the sum pattern: grid-stride loop, each thread writes x[i] = L01_SUM_VALUE(i). */
 __global__ void l01_fill_sum_kernel(float *x, size_t n) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -52,6 +54,7 @@ __global__ void l01_fill_sum_kernel(float *x, size_t n) {
   }
 }
 
+/** Fill with the hash pattern: grid-stride loop, each thread writes x[i] = l01_hash_dev(i). */
 __global__ void l01_fill_hash_kernel(float *x, size_t n) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -59,7 +62,7 @@ __global__ void l01_fill_hash_kernel(float *x, size_t n) {
   }
 }
 
-/* Grid of a fill: enough blocks to cover n, at most 8192 (the loop strides over the rest). */
+/** Grid of a fill: enough blocks to cover n, at most 8192 (the loop strides over the rest). */
 static int l01_fill_grid(size_t n) {
   const size_t blocks = (n + 255) / 256;
   return blocks < 1 ? 1 : (blocks > 8192 ? 8192 : (int)blocks);
@@ -79,7 +82,8 @@ extern "C" cudaError_t l01_fill_hash_pattern(float *x, size_t n, cudaStream_t st
   return cudaSuccess;
 }
 
-/* Sum of one value per thread over the block, exact in 64 bits; the result is valid in thread 0. */
+/** Sum of one value per thread over the block, exact in 64 bits; the result is valid in
+ * thread 0. */
 static __device__ unsigned long long l01_block_sum_u64(unsigned long long v) {
   __shared__ unsigned long long warp_sums[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -97,7 +101,8 @@ static __device__ unsigned long long l01_block_sum_u64(unsigned long long v) {
   return total;
 }
 
-/* Reads with 4-byte loads: one float per load, L01_GLOBAL_UNROLL loads in flight per thread. */
+/** Reads with 4-byte loads: one float per load, L01_GLOBAL_UNROLL loads in flight per thread.
+ * Each block sums the tiles it owns, `passes` times, into block_sums[blockIdx.x]. */
 __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
     l01_read4_kernel(const float *x, size_t n, int passes, unsigned long long *block_sums) {
   const size_t tile = (size_t)L01_GLOBAL_THREADS * L01_GLOBAL_UNROLL;
@@ -123,8 +128,9 @@ __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
   if (threadIdx.x == 0) block_sums[blockIdx.x] = sum;
 }
 
-/* Reads with 16-byte loads: the same loop over float4, four times the bytes per load. The 0-3
- * floats after the last whole vector (tail) go to the block that owns the partial tile. */
+/** Reads with 16-byte loads: the same loop over float4, four times the bytes per load. The 0-3
+ * floats after the last whole vector (tail) go to the block that owns the partial tile. Each
+ * block writes the sum of what it read to block_sums[blockIdx.x]. */
 __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
     l01_read16_kernel(const float4 *x, size_t nv, const float *tail, int ntail, int passes,
                       unsigned long long *block_sums) {
@@ -157,7 +163,8 @@ __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
   if (threadIdx.x == 0) block_sums[blockIdx.x] = sum;
 }
 
-/* Writes the hash pattern with 16-byte stores; tiles as in the read. */
+/** Writes the hash pattern with 16-byte stores; tiles as in the read: each block writes the
+ * tiles it owns. */
 __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
     l01_write16_kernel(float4 *x, size_t nv, float *tail, int ntail) {
   const size_t tile = (size_t)L01_GLOBAL_THREADS * L01_GLOBAL_UNROLL;
@@ -181,7 +188,7 @@ __global__ void __launch_bounds__(L01_GLOBAL_THREADS, 8)
   }
 }
 
-/* Copies with 16-byte loads and stores, one vector per thread, one block per 256 vectors.
+/** Copies with 16-byte loads and stores, one vector per thread, one block per 256 vectors.
  *
  * Not the persistent, unrolled loop of the read and write probes: for a copy that shape lost. With it
  * this probe measured 3.83 TB/s (H200, 2026-11-21, 1 GiB each way), about 10% under the driver's own

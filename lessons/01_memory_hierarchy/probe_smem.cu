@@ -1,4 +1,5 @@
-/* probe_smem.cu: shared-memory bandwidth, conflict-free and with bank conflicts.
+/** @file
+ * @brief probe_smem.cu: shared-memory bandwidth, conflict-free and with bank conflicts.
  *
  * What changes from the global-memory probes: the data sit in the SM's own shared memory, 32 banks
  * of 4-byte words; bank = word address mod 32. In one cycle each bank serves one word to a warp
@@ -32,7 +33,7 @@
 
 #include "attn_cuda.cuh"
 
-/* The probe body; lane_stride and k_stride are literals at every call, so after inlining each load
+/** The probe body; lane_stride and k_stride are literals at every call, so after inlining each load
  * has a constant offset. */
 static __device__ __forceinline__ void l01_smem_body(float *out, int iters, const int lane_stride,
                                                      const int k_stride) {
@@ -55,19 +56,24 @@ static __device__ __forceinline__ void l01_smem_body(float *out, int iters, cons
   out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = (a0 + a1) + (a2 + a3);
 }
 
+/** ROW: lane l reads word k*32 + l, a row of the tile: 32 banks, 1 cycle per load. Each block
+ * fills its own tile; each thread writes its sum to out[global thread index]. */
 __global__ void __launch_bounds__(L01_CHIP_THREADS) l01_smem_row_kernel(float *out, int iters) {
   l01_smem_body(out, iters, 1, 32);
 }
 
+/** STRIDE2: lane l reads word 2l + k: 2 words per bank, 2 cycles per load. */
 __global__ void __launch_bounds__(L01_CHIP_THREADS) l01_smem_stride2_kernel(float *out, int iters) {
   l01_smem_body(out, iters, 2, 1);
 }
 
+/** STRIDE32: lane l reads word l*32 + k, a column: every lane in one bank, 32 cycles per load. */
 __global__ void __launch_bounds__(L01_CHIP_THREADS) l01_smem_stride32_kernel(float *out,
                                                                              int iters) {
   l01_smem_body(out, iters, 32, 1);
 }
 
+/** PAD33: lane l reads word l*33 + k, a column of 33-word rows: bank (l + k) mod 32, 1 cycle. */
 __global__ void __launch_bounds__(L01_CHIP_THREADS) l01_smem_pad33_kernel(float *out, int iters) {
   l01_smem_body(out, iters, 33, 1);
 }

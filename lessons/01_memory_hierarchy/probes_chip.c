@@ -171,7 +171,8 @@ static cudaError_t l01_setup_smem_pad33(void **s, const attn_setup_ctx *c, const
 }
 
 #define L01_SMEM_CUSTOM(setup_fn)                                                                  \
-  {setup_fn, l01_smem_poison, l01_smem_launch, l01_smem_check, l01_smem_work, l01_smem_teardown}
+  {.setup = setup_fn, .poison = l01_smem_poison, .launch = l01_smem_launch,                       \
+   .check = l01_smem_check, .work = l01_smem_work, .teardown = l01_smem_teardown}
 
 const attn_custom l01_smem_row = L01_SMEM_CUSTOM(l01_setup_smem_row);
 const attn_custom l01_smem_stride2 = L01_SMEM_CUSTOM(l01_setup_smem_stride2);
@@ -267,5 +268,6 @@ static void l01_fma_work(void *state, attn_work *w) {
 
 static void l01_fma_teardown(void *state) { l01_fma_free((l01_fma_state *)state); }
 
-const attn_custom l01_fma_probe = {l01_fma_setup,  l01_fma_poison, l01_fma_launch,
-                                   l01_fma_check,  l01_fma_work,   l01_fma_teardown};
+const attn_custom l01_fma_probe = {.setup = l01_fma_setup, .poison = l01_fma_poison,
+                                   .launch = l01_fma_launch, .check = l01_fma_check,
+                                   .work = l01_fma_work, .teardown = l01_fma_teardown};

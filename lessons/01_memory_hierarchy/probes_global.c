@@ -309,8 +309,8 @@ static cudaError_t l01_setup_l2(void **s, const attn_setup_ctx *c, const char **
 }
 
 #define L01_GLOBAL_CUSTOM(setup_fn)                                                                \
-  {setup_fn, l01_global_poison, l01_global_launch, l01_global_check, l01_global_work,             \
-   l01_global_teardown}
+  {.setup = setup_fn, .poison = l01_global_poison, .launch = l01_global_launch,                   \
+   .check = l01_global_check, .work = l01_global_work, .teardown = l01_global_teardown}
 
 const attn_custom l01_hbm_read4 = L01_GLOBAL_CUSTOM(l01_setup_read4);
 const attn_custom l01_hbm_read16 = L01_GLOBAL_CUSTOM(l01_setup_read16);

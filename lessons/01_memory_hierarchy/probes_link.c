@@ -232,7 +232,8 @@ static cudaError_t l01_setup_d2h_pinned(void **s, const attn_setup_ctx *c, const
 }
 
 #define L01_LINK_CUSTOM(setup_fn)                                                                  \
-  {setup_fn, l01_link_poison, l01_link_launch, l01_link_check, l01_link_work, l01_link_teardown}
+  {.setup = setup_fn, .poison = l01_link_poison, .launch = l01_link_launch,                       \
+   .check = l01_link_check, .work = l01_link_work, .teardown = l01_link_teardown}
 
 const attn_custom l01_h2d_pageable = L01_LINK_CUSTOM(l01_setup_h2d_pageable);
 const attn_custom l01_h2d_pinned = L01_LINK_CUSTOM(l01_setup_h2d_pinned);

@@ -1,4 +1,5 @@
-/* v1_naive.cu: standard attention as a framework runs it, three kernels with S and P in HBM.
+/** @file
+ * @brief v1_naive.cu: standard attention as a framework runs it, three kernels with S and P in HBM.
  *
  *     kernel 1  S = Q K^T * scale     [batch, heads, seq_q, seq_kv] written to HBM (masked: -inf)
  *     kernel 2  P = softmax(S)        S read back, P written over it, plus the log-sum-exp per row
@@ -51,26 +52,33 @@
 
 #include "attn_cuda.cuh"
 
-#define L01_BM 64      /* output rows per block */
-#define L01_BN 64      /* output columns per block */
-#define L01_BK 32      /* reduction chunk */
-#define L01_PAD 4      /* extra words per shared row, keeps float4 alignment */
+#define L01_BM 64      /**< output rows per block */
+#define L01_BN 64      /**< output columns per block */
+#define L01_BK 32      /**< reduction chunk */
+#define L01_PAD 4      /**< extra words per shared row, keeps float4 alignment */
+/** Threads per block of the two matrix-product kernels: 16 x 16, a 4 x 4 block each. */
 #define L01_GEMM_THREADS 256
+/** Threads per block of the softmax kernel (fewer for short rows). */
 #define L01_SOFTMAX_THREADS 256
 #if L01_BM != L01_BN || L01_BM * L01_BK != 8 * L01_GEMM_THREADS
 #error "the tile loaders assume BM == BN and 8 elements of each tile per thread"
 #endif
 
-/* The shape as the kernels use it. */
+/** The shape as the kernels use it. */
 typedef struct l01_geom {
+  /** The shape: query heads, KV heads, query rows, key rows, head dimension, causal flag. */
+  /** @{ */
   int heads, kv_heads, seq_q, seq_kv, dim, causal;
-  int group;       /* heads / kv_heads: query heads per KV head */
-  size_t ld_s;     /* pitch of S and P rows, floats */
+  /** @} */
+  int group;       /**< heads / kv_heads: query heads per KV head */
+  size_t ld_s;     /**< pitch of S and P rows, floats */
+  /** The softmax scale, 1/sqrt(dim). */
   float scale;
-  int tiles_m;     /* row tiles of the output (queries) */
-  int tiles_n;     /* column tiles of the output (keys for QK^T, dims for PV) */
+  int tiles_m;     /**< row tiles of the output (queries) */
+  int tiles_n;     /**< column tiles of the output (keys for QK^T, dims for PV) */
 } l01_geom;
 
+/** The geometry of one matrix-product launch; `n_extent` is the output's column count. */
 static l01_geom l01_geom_of(const attn_problem *p, int n_extent) {
   l01_geom g;
   g.heads = p->heads;
@@ -87,7 +95,7 @@ static l01_geom l01_geom_of(const attn_problem *p, int n_extent) {
   return g;
 }
 
-/* acc[r][c] += a[r] * b[c] for one reduction step. */
+/** acc[r][c] += a[r] * b[c] for one reduction step. */
 static __device__ __forceinline__ void l01_outer4x4(float acc[4][4], float4 a, float4 b) {
   const float av[4] = {a.x, a.y, a.z, a.w};
   const float bv[4] = {b.x, b.y, b.z, b.w};
@@ -98,8 +106,9 @@ static __device__ __forceinline__ void l01_outer4x4(float acc[4][4], float4 a, f
   }
 }
 
-/* Kernel 1. Block = (batch*head, query tile, key tile), key tile fastest, so blocks that run
- * together share a Q tile in L2. */
+/** Kernel 1. Block = (batch*head, query tile, key tile), key tile fastest, so blocks that run
+ * together share a Q tile in L2. Each block writes one 64 x 64 tile of S = Q K^T * scale
+ * (masked entries -inf), each thread a 4 x 4 block of it. */
 __global__ void __launch_bounds__(L01_GEMM_THREADS)
     l01_qk_kernel(const float *q, const float *k, float *s, l01_geom g) {
   __shared__ __align__(16) float qs[L01_BK][L01_BM + L01_PAD]; /* qs[d][i] */
@@ -165,7 +174,7 @@ __global__ void __launch_bounds__(L01_GEMM_THREADS)
   }
 }
 
-/* Block-wide max and sum; scratch has 33 floats, a separate one for each reduction. */
+/** Block-wide max and sum; scratch has 33 floats, a separate one for each reduction. */
 static __device__ float l01_block_max(float v, float *scratch) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -180,6 +189,7 @@ static __device__ float l01_block_max(float v, float *scratch) {
   return scratch[32];
 }
 
+/** Block-wide sum; same contract as l01_block_max(). */
 static __device__ float l01_block_sum(float v, float *scratch) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -194,7 +204,7 @@ static __device__ float l01_block_sum(float v, float *scratch) {
   return scratch[32];
 }
 
-/* Vector t of a row with the elements past seq_kv (pitch padding, never written) set to -inf. */
+/** Vector t of a row with the elements past seq_kv (pitch padding, never written) set to -inf. */
 static __device__ __forceinline__ float4 l01_masked(float4 x, int t, int seq_kv) {
   const int j = 4 * t;
   if (j + 0 >= seq_kv) x.x = -INFINITY;
@@ -204,7 +214,8 @@ static __device__ __forceinline__ float4 l01_masked(float4 x, int t, int seq_kv)
   return x;
 }
 
-/* Kernel 2: one block per row of S. With cached = 1 the row is staged in dynamic shared memory. */
+/** Kernel 2: one block per row of S. With cached = 1 the row is staged in dynamic shared memory.
+ * The block writes P over the row of S and the row's log-sum-exp to lse (when not NULL). */
 __global__ void __launch_bounds__(L01_SOFTMAX_THREADS)
     l01_softmax_kernel(float *s, float *lse, int seq_kv, size_t ld_s, int cached) {
   extern __shared__ __align__(16) float row_cache[];
@@ -258,8 +269,9 @@ __global__ void __launch_bounds__(L01_SOFTMAX_THREADS)
   if (threadIdx.x == 0 && lse != NULL) lse[row] = m + logf(l);
 }
 
-/* Kernel 3. Block = (batch*head, query tile, dim tile), dim tile fastest, so the second dim tile of
- * a row block (dim 128) reads its P tile from L2. */
+/** Kernel 3. Block = (batch*head, query tile, dim tile), dim tile fastest, so the second dim tile
+ * of a row block (dim 128) reads its P tile from L2. Each block writes one 64-row x 64-dim tile
+ * of O = P V, each thread a 4 x 4 block of it. */
 __global__ void __launch_bounds__(L01_GEMM_THREADS)
     l01_pv_kernel(const float *pm, const float *v, float *o, l01_geom g) {
   __shared__ __align__(16) float ps[L01_BK][L01_BM + L01_PAD]; /* ps[j][i] */

@@ -1,4 +1,6 @@
-/* Reductions for lesson 02's kernels: max, sum and the (m, l) merge, across a warp and a block.
+/** @file
+ * @brief Reductions for lesson 02's kernels: max, sum and the (m, l) merge, across a warp and a
+ * block.
  *
  * A warp reduces with __shfl_xor_sync, the butterfly: at step `offset` lane i trades its value with
  * lane i ^ offset and both keep the combination. After offsets 16, 8, 4, 2, 1 every lane holds the
@@ -27,10 +29,12 @@
 
 #include "attn_cuda.cuh"
 
-/* All 32 lanes take part in every shuffle. */
+/** All 32 lanes take part in every shuffle. */
 #define FULL_MASK 0xffffffffu
+/** Lanes per warp. */
 #define WARP_SIZE 32
 
+/** Max over the warp's 32 lanes, by the xor butterfly; every lane gets the result. */
 static __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
@@ -38,6 +42,7 @@ static __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+/** Sum over the warp's 32 lanes, by the xor butterfly; every lane gets the result. */
 static __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
@@ -45,7 +50,7 @@ static __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-/* The online update: push score x into the partial softmax (m, l). While every score seen is -inf
+/** The online update: push score x into the partial softmax (m, l). While every score seen is -inf
  * the state stays empty (m = -inf, l = 0); exp(m - m_new) would be exp(-inf + inf) = NaN there. */
 static __device__ __forceinline__ void ml_push(float *m, float *l, float x) {
   float m_new = fmaxf(*m, x);
@@ -54,7 +59,7 @@ static __device__ __forceinline__ void ml_push(float *m, float *l, float x) {
   *m = m_new;
 }
 
-/* The merge: (m, l) := (m, l) combined with (m2, l2), two partial softmaxes over disjoint scores.
+/** The merge: (m, l) := (m, l) combined with (m2, l2), two partial softmaxes over disjoint scores.
  */
 static __device__ __forceinline__ void ml_merge(float *m, float *l, float m2, float l2) {
   float m_new = fmaxf(*m, m2);
@@ -63,7 +68,7 @@ static __device__ __forceinline__ void ml_merge(float *m, float *l, float m2, fl
   *m = m_new;
 }
 
-/* Merge the (m, l) of all 32 lanes; every lane ends with the warp's state. */
+/** Merge the (m, l) of all 32 lanes; every lane ends with the warp's state. */
 static __device__ __forceinline__ void warp_ml(float *m, float *l) {
 #pragma unroll
   for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) {
@@ -73,7 +78,7 @@ static __device__ __forceinline__ void warp_ml(float *m, float *l) {
   }
 }
 
-/* Block max; smem holds 32 floats. */
+/** Block max; smem holds 32 floats. */
 static __device__ __forceinline__ float block_max(float v, float *smem) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int n_warps = blockDim.x / WARP_SIZE;
@@ -83,7 +88,7 @@ static __device__ __forceinline__ float block_max(float v, float *smem) {
   return warp_max(lane < n_warps ? smem[lane] : -INFINITY);
 }
 
-/* Block sum; smem holds 32 floats. */
+/** Block sum; smem holds 32 floats. */
 static __device__ __forceinline__ float block_sum(float v, float *smem) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int n_warps = blockDim.x / WARP_SIZE;
@@ -93,7 +98,7 @@ static __device__ __forceinline__ float block_sum(float v, float *smem) {
   return warp_sum(lane < n_warps ? smem[lane] : 0.0f);
 }
 
-/* Block (m, l) merge; smem_m and smem_l hold 32 floats each. One barrier. */
+/** Block (m, l) merge; smem_m and smem_l hold 32 floats each. One barrier. */
 static __device__ __forceinline__ void block_ml(float *m, float *l, float *smem_m, float *smem_l) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int n_warps = blockDim.x / WARP_SIZE;
@@ -108,7 +113,7 @@ static __device__ __forceinline__ void block_ml(float *m, float *l, float *smem_
   warp_ml(m, l);
 }
 
-/* The factor that turns exp(x - m) into softmax for a row with max M and sum L: exp(m - M) / L.
+/** The factor that turns exp(x - m) into softmax for a row with max M and sum L: exp(m - M) / L.
  * A fully masked row (L = 0) gets 0, so its output is all zeros. */
 static __device__ __forceinline__ float ml_scale(float m, float M, float L) {
   return L > 0.0f ? expf(m - M) / L : 0.0f;

@@ -1,4 +1,5 @@
-/* Version 1: naive softmax, one thread per row.
+/** @file
+ * @brief Version 1: naive softmax, one thread per row.
  *
  *     y_j = exp(x_j) / sum_k exp(x_k)
  *
@@ -27,6 +28,8 @@
 
 #include "attn_cuda.cuh"
 
+/** One thread per row: the thread sums exp(x) over its row (in double), then writes
+ * y = exp(x) / sum. No max is subtracted, so a large x overflows. */
 static __global__ void softmax_naive_kernel(const float *x, float *y, int rows, int cols) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;

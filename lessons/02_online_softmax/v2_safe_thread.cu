@@ -1,4 +1,5 @@
-/* Version 2: safe softmax, one thread per row, three passes.
+/** @file
+ * @brief Version 2: safe softmax, one thread per row, three passes.
  *
  * What changed from version 1: subtract the row's max before exp. Because
  *
@@ -31,6 +32,8 @@
 
 #include "attn_cuda.cuh"
 
+/** One thread per row, three passes over it: the max, the sum of exp(x - max), then
+ * y = exp(x - max) / sum. */
 static __global__ void softmax_safe_thread_kernel(const float *x, float *y, int rows, int cols) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;

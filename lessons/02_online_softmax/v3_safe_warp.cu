@@ -1,4 +1,5 @@
-/* Version 3: one warp per row, three passes, reductions with __shfl_xor_sync.
+/** @file
+ * @brief Version 3: one warp per row, three passes, reductions with __shfl_xor_sync.
  *
  * What changed from version 2: a row is now read by 32 lanes together. Lane i takes columns
  * i, i + 32, i + 64, ..., so each load instruction of the warp reads 32 consecutive floats (128
@@ -23,8 +24,11 @@
 
 #include "softmax_reduce.cuh"
 
+/** Rows per block: one warp each. */
 #define ROWS_PER_BLOCK 8
 
+/** One warp per row, ROWS_PER_BLOCK rows per block: lane i takes columns i, i + 32, ...; the
+ * three passes (max, sum, write) each end in a warp reduction. */
 static __global__ void softmax_safe_warp_kernel(const float *x, float *y, int rows, int cols) {
   const int lane = threadIdx.x % WARP_SIZE;
   const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP_SIZE;

@@ -1,4 +1,6 @@
-/* Version 4: one block per row, three passes; warp shuffles, then shared memory across warps.
+/** @file
+ * @brief Version 4: one block per row, three passes; warp shuffles, then shared memory across
+ * warps.
  *
  * What changed from version 3: a row gets a block of 256 threads (8 warps) instead of one warp.
  * Thread t takes columns t, t + 256, t + 512, ... (coalesced as before). A reduction now has two
@@ -24,8 +26,11 @@
 
 #include "softmax_reduce.cuh"
 
+/** Threads per block: 8 warps share a row. */
 #define THREADS 256
 
+/** One block of THREADS threads per row (blockIdx.x): three passes over the row, the max and
+ * the sum each reduced across the block, then y = exp(x - max) / sum. */
 static __global__ void __launch_bounds__(THREADS)
     softmax_safe_block_kernel(const float *x, float *y, int cols) {
   __shared__ float smem_max[WARP_SIZE], smem_sum[WARP_SIZE];

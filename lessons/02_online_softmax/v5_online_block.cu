@@ -1,4 +1,5 @@
-/* Version 5: online softmax, one block per row: max and sum in one pass, then normalise.
+/** @file
+ * @brief Version 5: online softmax, one block per row: max and sum in one pass, then normalise.
  *
  * What changed from version 4: passes 1 and 2 become one. Each thread keeps a running pair (m, l):
  * the max of the scores it has seen and the sum of exp(x - m) over them. When a new score raises
@@ -31,8 +32,11 @@
 
 #include "softmax_reduce.cuh"
 
+/** Threads per block: 8 warps share a row. */
 #define THREADS 256
 
+/** One block of THREADS threads per row (blockIdx.x): one pass of online (m, l) updates per
+ * thread, merged across the block, then one pass writing y = exp(x - m) / l. */
 static __global__ void __launch_bounds__(THREADS)
     softmax_online_block_kernel(const float *x, float *y, int cols) {
   __shared__ float smem_m[WARP_SIZE], smem_l[WARP_SIZE];

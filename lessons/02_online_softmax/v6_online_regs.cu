@@ -1,4 +1,5 @@
-/* Version 6: the row in registers, 16-byte loads: one read, one write.
+/** @file
+ * @brief Version 6: the row in registers, 16-byte loads: one read, one write.
  *
  * What changed from version 5: the row is read once. Each thread of the row's block loads its share
  * straight into registers, 8 float4 (32 floats) per thread, all 8 loads issued before any is used,
@@ -42,10 +43,14 @@
 
 #include "softmax_reduce.cuh"
 
+/** Max of a float4's four values. */
 static __device__ __forceinline__ float max4(float4 v) {
   return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
 }
 
+/** One block per row (blockIdx.x): each thread loads its share of the row, up to
+ * SOFTMAX_REG_VECS float4, into registers once, computes its own (m, l) and exponentials there,
+ * merges (m, l) across the block and writes its share of y: one read and one write of the row. */
 static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
     softmax_regs_kernel(const float *x, float *y, int cols) {
   __shared__ float smem_m[WARP_SIZE], smem_l[WARP_SIZE];

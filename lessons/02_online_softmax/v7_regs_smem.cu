@@ -1,4 +1,6 @@
-/* Version 7: half of each thread's share in registers, half in shared memory, loaded by cp.async.
+/** @file
+ * @brief Version 7: half of each thread's share in registers, half in shared memory, loaded by
+ * cp.async.
  *
  * What changed from version 6: each thread holds 16 float4 (64 floats) of its row instead of 8: the
  * first 8 in registers as before, the next 8 in its own slots of shared memory. The shared-memory
@@ -33,30 +35,35 @@
 
 #include "softmax_reduce.cuh"
 
-/* cp.async.cg: copy 16 bytes global -> shared, bypassing L1 and registers (asynchronous). */
+/** cp.async.cg: copy 16 bytes global -> shared, bypassing L1 and registers (asynchronous). */
 static __device__ __forceinline__ void cp_async_16(void *smem_dst, const void *gmem_src) {
   const unsigned dst = (unsigned)__cvta_generic_to_shared(smem_dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src) : "memory");
 }
 
-/* Close the group of cp.async issued so far. */
+/** Close the group of cp.async issued so far. */
 static __device__ __forceinline__ void cp_async_commit(void) {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-/* Wait until every group this thread committed has landed in shared memory. */
+/** Wait until every group this thread committed has landed in shared memory. */
 static __device__ __forceinline__ void cp_async_wait_all(void) {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
+/** Max of a float4's four values. */
 static __device__ __forceinline__ float max4(float4 v) {
   return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w));
 }
 
+/** exp(v - m) for each of a float4's four values. */
 static __device__ __forceinline__ float4 exp4_sub(float4 v, float m) {
   return make_float4(expf(v.x - m), expf(v.y - m), expf(v.z - m), expf(v.w - m));
 }
 
+/** One block per row (blockIdx.x): each thread holds SOFTMAX_REG_VECS float4 of the row in
+ * registers and SOFTMAX_SMEM_VECS more in its own slots of shared memory (loaded by cp.async),
+ * computes its (m, l) and exponentials, merges (m, l) across the block and writes its share. */
 static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
     softmax_regs_smem_kernel(const float *x, float *y, int cols) {
   extern __shared__ float4 stage[]; /* [SOFTMAX_SMEM_VECS][T] */

@@ -1,5 +1,6 @@
-/* Version 8: the attention form. One query row, its keys split over warps, the warps' (m, l, O)
- * states merged: flash-decoding inside one block.
+/** @file
+ * @brief Version 8: the attention form. One query row, its keys split over warps, the warps' (m, l,
+ * O) states merged: flash-decoding inside one block.
  *
  * What changed from the softmax versions: the row's scores are no longer stored anywhere. They are
  * made one key at a time, s_j = scale * (q . k_j), and consumed at once by the online update, which
@@ -41,9 +42,13 @@
 
 #include "softmax_reduce.cuh"
 
-#define D_PER_LANE (ATTN_SPLIT_MAX_DIM / WARP_SIZE) /* 8 columns of q and O per lane */
+#define D_PER_LANE (ATTN_SPLIT_MAX_DIM / WARP_SIZE) /**< 8 columns of q and O per lane */
+/** Threads per block: ATTN_SPLIT_WARPS warps. */
 #define THREADS (ATTN_SPLIT_WARPS * WARP_SIZE)
 
+/** One block per query row (batch, query, head): its visible keys are split into
+ * ATTN_SPLIT_WARPS chunks, each warp runs the online (m, l, O) update over its chunk, and the
+ * warps' states are merged column by column into the row of O and its log-sum-exp. */
 static __global__ void __launch_bounds__(THREADS)
     attn_split_kernel(const float *q, /* [batch, seq_q, heads, dim] */
                       const float *k, /* [batch, seq_kv, kv_heads, dim] */

@@ -97,6 +97,14 @@ static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const 
   return cudaSuccess;
 }
 
+/* A softmax version holds its input and output on the GPU, and its input plus the copied-back
+ * output on the host for the check. */
+static void softmax_footprint(const attn_problem *p, double *device_bytes, double *host_bytes) {
+  const double bytes = (double)softmax_rows(p) * softmax_cols(p) * sizeof(float);
+  *device_bytes = 2.0 * bytes;
+  *host_bytes = 2.0 * bytes;
+}
+
 static cudaError_t softmax_poison(void *state, cudaStream_t stream) {
   softmax_state *s = (softmax_state *)state;
   return attn_poison(s->dy, s->rows * (size_t)s->cols * sizeof(float), stream);
@@ -140,8 +148,13 @@ static void softmax_work(void *state, attn_work *w) {
   static const char *supports_v##n(const attn_problem *p) {                                   \
     return softmax_supports_index(p, (n)-1);                                                  \
   }                                                                                           \
-  static const attn_custom custom_v##n = {setup_v##n,    softmax_poison, softmax_launch,      \
-                                          softmax_check, softmax_work,   softmax_teardown};
+  static const attn_custom custom_v##n = {.setup = setup_v##n,                                 \
+                                          .poison = softmax_poison,                             \
+                                          .launch = softmax_launch,                             \
+                                          .check = softmax_check,                               \
+                                          .work = softmax_work,                                 \
+                                          .teardown = softmax_teardown,                         \
+                                          .footprint = softmax_footprint};
 
 SOFTMAX_VERSION(1)
 SOFTMAX_VERSION(2)

@@ -1,4 +1,5 @@
-/* Version 1: fused, not tiled. One thread per query row streams K and V from global memory.
+/** @file
+ * @brief Version 1: fused, not tiled. One thread per query row streams K and V from global memory.
  *
  * What changed from lesson 1: the three kernels (S = QK^T, softmax, O = PV) become one, and the
  * N x N matrices S and P are never stored. Each thread keeps its query row, its output row and the
@@ -41,16 +42,23 @@
 #include "attn_cuda.cuh"
 #include "fa1_tiling.h"
 
-#define FR_SPLIT (HEAD_DIM / 64)        /* threads per query row */
-#define FR_DPT (HEAD_DIM / FR_SPLIT)    /* dimensions per thread: 64 */
-#define FR_THREADS 128                  /* threads per block */
-#define FR_ROWS (FR_THREADS / FR_SPLIT) /* query rows per block */
+#define FR_SPLIT (HEAD_DIM / 64)        /**< threads per query row */
+#define FR_DPT (HEAD_DIM / FR_SPLIT)    /**< dimensions per thread: 64 */
+#define FR_THREADS 128                  /**< threads per block */
+#define FR_ROWS (FR_THREADS / FR_SPLIT) /**< query rows per block */
 
+/** Token pasting, after expanding `b`. */
 #define FR_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define FR_CAT(a, b) FR_CAT_(a, b)
+/** This build's kernel: fused_row_kernel_d64 or fused_row_kernel_d128. */
 #define FR_KERNEL FR_CAT(fused_row_kernel_d, HEAD_DIM)
+/** This build's launcher: l03_fused_row_d64() or l03_fused_row_d128(), declared in fa1_tiling.h. */
 #define FR_LAUNCH FR_CAT(l03_fused_row_d, HEAD_DIM)
 
+/** One thread per query row (two adjacent lanes per row at HEAD_DIM 128), FR_ROWS rows of one
+ * (batch, head) per block: the thread walks every visible key once with the online (m, l, o)
+ * update, then writes its row of O (its 64 dimensions) and the row's log-sum-exp. */
 static __global__ void __launch_bounds__(FR_THREADS)
     FR_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -136,6 +144,8 @@ static __global__ void __launch_bounds__(FR_THREADS)
   if (part == 0) lse[((size_t)b * heads + h) * seq_q + i] = l > 0.f ? m + logf(l) : -INFINITY;
 }
 
+/** The launcher, l03_fused_row_d64() or l03_fused_row_d128(): one block per FR_ROWS query rows of
+ * each (batch, head). */
 extern "C" cudaError_t FR_LAUNCH(const attn_problem *p, const float *q, const float *k,
                                  const float *v, float *o, float *lse, cudaStream_t stream) {
   if (p->dim != HEAD_DIM) return cudaErrorInvalidValue;

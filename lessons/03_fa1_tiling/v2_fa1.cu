@@ -1,18 +1,19 @@
-/* Versions 2 and 3: FlashAttention-1, Algorithm 1 of Dao et al. 2022, on CUDA cores in fp32.
+/** @file
+ * @brief Versions 2 and 3: FlashAttention-1, Algorithm 1 of Dao et al. 2022, on CUDA cores in fp32.
  *
  * What changed from version 1: the keys and values are cut into tiles of Bc rows that are loaded
  * into shared memory once and used by Br query rows at a time, so a key read from HBM serves Br
  * queries instead of one. The loop order is the paper's: key/value tiles outside, query tiles
  * inside, and the per-query state (O_i, l_i, m_i) lives in HBM between visits:
  *
- *   for j in 0 .. Tc-1:                          K_j, V_j: HBM -> shared memory, once
- *     for i in 0 .. Tr-1:                        Q_i, O_i, l_i, m_i: HBM -> chip
- *       S      = Q_i K_j^T                       (Br x Bc, on chip; Q pre-scaled by 1/sqrt(d))
- *       m~     = rowmax(S),  P~ = exp(S - m~),  l~ = rowsum(P~)
- *       m_new  = max(m_i, m~)
- *       l_new  = e^(m_i - m_new) l_i + e^(m~ - m_new) l~
- *       O_i    = diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j)
- *       O_i, l_i = l_new, m_i = m_new: chip -> HBM
+ *     for j in 0 .. Tc-1:                          K_j, V_j: HBM -> shared memory, once
+ *       for i in 0 .. Tr-1:                        Q_i, O_i, l_i, m_i: HBM -> chip
+ *         S      = Q_i K_j^T                       (Br x Bc, on chip; Q pre-scaled by 1/sqrt(d))
+ *         m~     = rowmax(S),  P~ = exp(S - m~),  l~ = rowsum(P~)
+ *         m_new  = max(m_i, m~)
+ *         l_new  = e^(m_i - m_new) l_i + e^(m~ - m_new) l~
+ *         O_i    = diag(l_new)^-1 (diag(l_i) e^(m_i - m_new) O_i + e^(m~ - m_new) P~ V_j)
+ *         O_i, l_i = l_new, m_i = m_new: chip -> HBM
  *
  * O_i stays normalised after every step: multiplying by l_i undoes the old division before the
  * new terms are added, and dividing by l_new normalises again. (Dividing by l_new without first
@@ -45,30 +46,30 @@
  *
  * Shared memory (floats), one block:
  *
- *   Kt  [d][Bc]     K_j transposed: 4 consecutive keys of one dimension are one float4
- *   Vs  [Bc][d]     V_j
- *   Qt  [d][Br]     Q_i transposed, times 1/sqrt(d)
- *   St  [Bc][ld_s]  S_ij transposed, overwritten by P~_ij; ld_s = Br padded to 8 mod 32
- *   fa, fb [Br]     per-row factors of the O_i update: fa = l_i e^(m_i - m_new) / l_new,
- *                   fb = e^(m~ - m_new) / l_new
+ *     Kt  [d][Bc]     K_j transposed: 4 consecutive keys of one dimension are one float4
+ *     Vs  [Bc][d]     V_j
+ *     Qt  [d][Br]     Q_i transposed, times 1/sqrt(d)
+ *     St  [Bc][ld_s]  S_ij transposed, overwritten by P~_ij; ld_s = Br padded to 8 mod 32
+ *     fa, fb [Br]     per-row factors of the O_i update: fa = l_i e^(m_i - m_new) / l_new,
+ *                     fb = e^(m~ - m_new) / l_new
  *
  * Threads (256 = 8 warps), per (i, j) step, separated by __syncthreads():
  *
- *   load    Q_i -> Qt: thread x takes row x % Br, dims 4 (x / Br) .. +3
- *   S       warp tiles of 16 rows x 32 keys; lane = 8 * rg + cg owns rows 4rg..4rg+3 and keys
- *           4cg..4cg+3 of the warp tile (a 4 x 4 block in registers):
+ *     load    Q_i -> Qt: thread x takes row x % Br, dims 4 (x / Br) .. +3
+ *     S       warp tiles of 16 rows x 32 keys; lane = 8 * rg + cg owns rows 4rg..4rg+3 and keys
+ *             4cg..4cg+3 of the warp tile (a 4 x 4 block in registers):
  *
- *                       keys ->  cg=0    cg=1   ...   cg=7
- *                     rg=0     [4x4]   [4x4]  ...   [4x4]     per dimension: one float4 of Qt
- *                     rg=1     [4x4]   ...                    (4 rows) and one of Kt (4 keys),
- *                     rg=2                                    16 FMAs
- *                     rg=3
+ *                         keys ->  cg=0    cg=1   ...   cg=7
+ *                       rg=0     [4x4]   [4x4]  ...   [4x4]     per dimension: one float4 of Qt
+ *                       rg=1     [4x4]   ...                    (4 rows) and one of Kt (4 keys),
+ *                       rg=2                                    16 FMAs
+ *                       rg=3
  *
- *   stats   a warp takes 8 rows at a time; lane = 8 * cgrp + r: row r, keys cgrp, cgrp+4, ...;
- *           max and sum combined over the 4 key groups with __shfl_xor_sync
- *   O       warp tiles of 16 rows x 32 dims, same lane layout as S: one float4 of P~ (4 rows) and
- *           one of V_j (4 dims) per key, 16 FMAs; the old O_i is read from HBM before the loop and
- *           the new one written after it
+ *     stats   a warp takes 8 rows at a time; lane = 8 * cgrp + r: row r, keys cgrp, cgrp+4, ...;
+ *             max and sum combined over the 4 key groups with __shfl_xor_sync
+ *     O       warp tiles of 16 rows x 32 dims, same lane layout as S: one float4 of P~ (4 rows)
+ *             and one of V_j (4 dims) per key, 16 FMAs; the old O_i is read from HBM before the
+ *             loop and the new one written after it
  *
  * Causal: a (i, j) tile pair that no query of Q_i can see is skipped whole (no loads, no work),
  * one that every query sees fully is computed without the element mask, and only the partly
@@ -91,16 +92,22 @@
 #include "fa1_tiling.h"
 #include "tile_loops.h"
 
+/** Warps per block. */
 #define FA1_WARPS (L03_FA1_THREADS / 32)
-#define D4 (HEAD_DIM / 4) /* float4s per row of d */
+#define D4 (HEAD_DIM / 4) /**< float4s per row of d */
 
+/** Token pasting, after expanding `b`. */
 #define FA1_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define FA1_CAT(a, b) FA1_CAT_(a, b)
+/** This build's kernel: fa1_kernel_d64 or fa1_kernel_d128. */
 #define FA1_KERNEL FA1_CAT(fa1_kernel_d, HEAD_DIM)
+/** This build's launcher: l03_fa1_d64() or l03_fa1_d128(), declared in fa1_tiling.h. */
 #define FA1_LAUNCH FA1_CAT(l03_fa1_d, HEAD_DIM)
+/** This build's planner: l03_fa1_device_plan_d64() or l03_fa1_device_plan_d128(). */
 #define FA1_PLAN FA1_CAT(l03_fa1_device_plan_d, HEAD_DIM)
 
-/* Same rule as fa1_causal_tile_class() in tile_loops.c, on rows [r0, r0 + nr) and keys [c0, c0 +
+/** Same rule as fa1_causal_tile_class() in tile_loops.c, on rows [r0, r0 + nr) and keys [c0, c0 +
  * nc) of a tile; offset = seq_kv - seq_q. */
 static __device__ __forceinline__ int tile_class(int r0, int nr, int c0, int nc, int offset) {
   if (c0 > r0 + nr - 1 + offset) return FA1_TILE_MASKED;
@@ -108,16 +115,21 @@ static __device__ __forceinline__ int tile_class(int r0, int nr, int c0, int nc,
   return FA1_TILE_PARTIAL;
 }
 
+/** A float4 of zeros. */
 static __device__ __forceinline__ float4 zero4(void) {
   return make_float4(0.f, 0.f, 0.f, 0.f);
 }
 
-/* One 16-byte store to global memory. __stwb is the ordinary (write-back) store; spelled as the
+/** One 16-byte store to global memory. __stwb is the ordinary (write-back) store; spelled as the
  * intrinsic because nvcc split `*(float4 *)p = v` into four 4-byte stores in this kernel. */
 static __device__ __forceinline__ void store4(float *p, float4 v) {
   __stwb((float4 *)p, v);
 }
 
+/** Algorithm 1, one block per (batch, head, query group): the block walks the key/value tiles of
+ * its head in order, loads each into shared memory once, and for each of its query tiles (g,
+ * g + q_groups, ...) computes S and P~ on chip and updates O_i, m_i and l_i in HBM; at the end it
+ * writes the log-sum-exp of its rows. With q_groups = 1 this is version 2, otherwise version 3. */
 static __global__ void __launch_bounds__(L03_FA1_THREADS)
     FA1_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
                const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -347,7 +359,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
   }
 }
 
-/* The plan for the current device: tiles from its opt-in shared memory, and the group count. The
+/** The plan for the current device: tiles from its opt-in shared memory, and the group count. The
  * kernel attribute and the occupancy query are remembered for the last device and size, so that a
  * timed launch does not pay for them again. */
 extern "C" cudaError_t FA1_PLAN(const attn_problem *p, int q_groups, l03_fa1_plan *plan) {
@@ -375,6 +387,8 @@ extern "C" cudaError_t FA1_PLAN(const attn_problem *p, int q_groups, l03_fa1_pla
   return cudaSuccess;
 }
 
+/** The launcher, l03_fa1_d64() or l03_fa1_d128(): plans the tiles, then launches one block per
+ * (batch, head, query group); m and l live in `workspace`. */
 extern "C" cudaError_t FA1_LAUNCH(const attn_problem *p, const float *q, const float *k,
                                   const float *v, float *o, float *lse, float *workspace,
                                   int q_groups, cudaStream_t stream) {

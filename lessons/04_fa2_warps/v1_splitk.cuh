@@ -1,4 +1,6 @@
-/* Version 1: split-K warps, fp32 on CUDA cores (FlashAttention-1's partition inside a block).
+/** @file
+ * @brief Version 1: split-K warps, fp32 on CUDA cores (FlashAttention-1's partition inside a
+ * block).
  *
  * The grid is already FlashAttention-2's: one block per (Q tile, head, batch), the Q tile being the
  * outer loop of a block and the KV tiles its inner loop, so batch * heads * seq_q / 32 blocks fill
@@ -6,11 +8,11 @@
  * block share the work of one tile: every warp sees all 32 query rows (lane = row) and takes a
  * quarter of the KV tile's keys.
  *
- *               keys of the KV tile (Bc = 32)
- *             0 .. 7    8 .. 15   16 .. 23  24 .. 31
- *   row 0    | warp 0 | warp 1  | warp 2  | warp 3  |      each lane: one row, 8 keys,
- *   ...      |        |         |         |         |      its own O row partial (dim floats)
- *   row 31   |        |         |         |         |
+ *                 keys of the KV tile (Bc = 32)
+ *               0 .. 7    8 .. 15   16 .. 23  24 .. 31
+ *     row 0    | warp 0 | warp 1  | warp 2  | warp 3  |      each lane: one row, 8 keys,
+ *     ...      |        |         |         |         |      its own O row partial (dim floats)
+ *     row 31   |        |         |         |         |
  *
  * Softmax needs the row maximum over all 32 keys, which is spread over 4 warps: each warp writes
  * its partial maximum to shared memory and the block waits at a barrier before reading the
@@ -36,21 +38,29 @@
 #include "attn_cuda.cuh"
 #include "fa2_warps.h"
 
-#define SK_BR L04_BR_F32            /* query rows per block, one per lane */
-#define SK_BC L04_BC_F32            /* keys per KV tile */
-#define SK_WARPS (L04_THREADS / 32) /* 4 */
-#define SK_KPW (SK_BC / SK_WARPS)   /* keys of each tile per warp: 8 */
-#define SK_QLD (HEAD_DIM + 1)       /* padded Q row: lane r reads row r, conflict-free */
-#define SK_VEC (HEAD_DIM / 4)       /* float4 per row */
+#define SK_BR L04_BR_F32            /**< query rows per block, one per lane */
+#define SK_BC L04_BC_F32            /**< keys per KV tile */
+#define SK_WARPS (L04_THREADS / 32) /**< 4 */
+#define SK_KPW (SK_BC / SK_WARPS)   /**< keys of each tile per warp: 8 */
+#define SK_QLD (HEAD_DIM + 1)       /**< padded Q row: lane r reads row r, conflict-free */
+#define SK_VEC (HEAD_DIM / 4)       /**< float4 per row */
 
+/** Token pasting, after expanding `b`. */
 #define SK_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define SK_CAT(a, b) SK_CAT_(a, b)
+/** This build's kernel: splitk_kernel_d64 or splitk_kernel_d128. */
 #define SK_KERNEL SK_CAT(splitk_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_splitk_d64() or l04_splitk_d128(), declared in fa2_warps.h. */
 #define SK_LAUNCH SK_CAT(l04_splitk_d, HEAD_DIM)
 
-/* Shared memory, in floats: Q [32][dim + 1], K and V [32][dim], the maxima [4 warps][32 rows]. */
+/** Shared memory, in floats: Q [32][dim + 1], K and V [32][dim], the maxima [4 warps][32 rows]. */
 #define SK_SMEM_FLOATS (SK_BR * SK_QLD + 2 * SK_BC * HEAD_DIM + SK_WARPS * SK_BR)
 
+/** One block per (Q tile of 32 rows, head, batch), fp32: lane r of every warp owns query row r,
+ * and each of the 4 warps takes 8 keys of every 32-key KV tile. The warps' partial row maxima
+ * meet in shared memory on every tile and their partial O rows and sums at the end; the block
+ * writes its 32 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS)
     SK_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -191,6 +201,7 @@ static __global__ void __launch_bounds__(L04_THREADS)
   }
 }
 
+/** The launcher, l04_splitk_d64() or l04_splitk_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t SK_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

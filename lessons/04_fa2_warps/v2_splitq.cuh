@@ -1,15 +1,17 @@
-/* Version 2: split-Q warps, fp32 on CUDA cores (FlashAttention-2's partition inside a block).
+/** @file
+ * @brief Version 2: split-Q warps, fp32 on CUDA cores (FlashAttention-2's partition inside a
+ * block).
  *
  * What changed from version 1: the same grid, the same Q tile (32 rows) and KV tile (32 keys), but
  * the warps split the Q tile instead of the KV tile. Each warp owns 8 query rows and sees every
  * key of the tile, so everything a row's softmax needs is inside one warp:
  *
- *               keys of the KV tile (Bc = 32), lane j computes s[row][j]
- *             0 ........................... 31
- *   rows  0-7  |          warp 0           |    row max, row sum: 5 __shfl_xor_sync each
- *   rows  8-15 |          warp 1           |    P.V: lane = output dimension (dim / 32 each),
- *   rows 16-23 |          warp 2           |         P read back from the warp's own slice
- *   rows 24-31 |          warp 3           |         of shared memory (__syncwarp only)
+ *                 keys of the KV tile (Bc = 32), lane j computes s[row][j]
+ *               0 ........................... 31
+ *     rows  0-7  |          warp 0           |    row max, row sum: 5 __shfl_xor_sync each
+ *     rows  8-15 |          warp 1           |    P.V: lane = output dimension (dim / 32 each),
+ *     rows 16-23 |          warp 2           |         P read back from the warp's own slice
+ *     rows 24-31 |          warp 3           |         of shared memory (__syncwarp only)
  *
  * Per KV tile: 2 block barriers (both around the shared K/V load), none in the softmax, and no
  * combine at the end: each warp finishes its own rows.
@@ -36,34 +38,44 @@
 #include "attn_cuda.cuh"
 #include "fa2_warps.h"
 
-#define SQ_BR L04_BR_F32            /* query rows per block */
-#define SQ_BC L04_BC_F32            /* keys per KV tile: one per lane */
-#define SQ_WARPS (L04_THREADS / 32) /* 4 */
-#define SQ_RPW (SQ_BR / SQ_WARPS)   /* rows per warp: 8 */
-#define SQ_DPL (HEAD_DIM / 32)      /* output dimensions per lane */
-#define SQ_KLD (HEAD_DIM + 1)       /* padded K row: lane j reads key j, conflict-free */
-#define SQ_VEC (HEAD_DIM / 4)       /* float4 per row */
+#define SQ_BR L04_BR_F32            /**< query rows per block */
+#define SQ_BC L04_BC_F32            /**< keys per KV tile: one per lane */
+#define SQ_WARPS (L04_THREADS / 32) /**< 4 */
+#define SQ_RPW (SQ_BR / SQ_WARPS)   /**< rows per warp: 8 */
+#define SQ_DPL (HEAD_DIM / 32)      /**< output dimensions per lane */
+#define SQ_KLD (HEAD_DIM + 1)       /**< padded K row: lane j reads key j, conflict-free */
+#define SQ_VEC (HEAD_DIM / 4)       /**< float4 per row */
 
+/** Token pasting, after expanding `b`. */
 #define SQ_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define SQ_CAT(a, b) SQ_CAT_(a, b)
+/** This build's kernel: splitq_kernel_d64 or splitq_kernel_d128. */
 #define SQ_KERNEL SQ_CAT(splitq_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_splitq_d64() or l04_splitq_d128(), declared in fa2_warps.h. */
 #define SQ_LAUNCH SQ_CAT(l04_splitq_d, HEAD_DIM)
 
-/* Shared memory, in floats: Q [32][dim], K [32][dim + 1], V [32][dim], P [4 warps][8 rows][32]. */
+/** Shared memory, in floats: Q [32][dim], K [32][dim + 1], V [32][dim], P [4 warps][8 rows][32]. */
 #define SQ_SMEM_FLOATS (SQ_BR * HEAD_DIM + SQ_BC * SQ_KLD + SQ_BC * HEAD_DIM + SQ_BR * SQ_BC)
 
+/** Max over the warp's 32 lanes (xor butterfly); every lane gets it. */
 static __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
   for (int s = 16; s > 0; s >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, s));
   return x; /* every lane holds the maximum */
 }
 
+/** Sum over the warp's 32 lanes (xor butterfly); every lane gets it. */
 static __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
   for (int s = 16; s > 0; s >>= 1) x += __shfl_xor_sync(0xffffffffu, x, s);
   return x;
 }
 
+/** One block per (Q tile of 32 rows, head, batch), fp32: each of the 4 warps owns 8 query rows
+ * and sees every key of each 32-key KV tile (lane j computes the score of key j), keeps its rows'
+ * softmax state in the warp, accumulates P V with lane = output dimension, and writes its 8 rows of
+ * O and their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS)
     SQ_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -192,6 +204,7 @@ static __global__ void __launch_bounds__(L04_THREADS)
   }
 }
 
+/** The launcher, l04_splitq_d64() or l04_splitq_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t SQ_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

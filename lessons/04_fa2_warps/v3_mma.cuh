@@ -1,5 +1,6 @@
-/* Version 3: tensor cores. mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix; S and P
- * never leave registers.
+/** @file
+ * @brief Version 3: tensor cores. mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix; S
+ * and P never leave registers.
  *
  * What changed from version 2: bf16 in and out; a block of 4 warps takes Br = 128 query rows (32
  * per warp, split-Q as before) and KV tiles of Bc = 64 keys. Each warp computes its 32 x 64 slice
@@ -8,12 +9,12 @@
  * neighbouring 16 x 8 tiles of S is exactly the A-operand layout of one 16 x 16 tile of P, once
  * each pair of floats is packed into a bf16x2 register. Nothing of S or P touches shared memory.
  *
- *   warp w owns tile rows 32w .. 32w+31         one 16 x 8 fp32 accumulator tile, lane = 4g + t:
- *   as two m16 tiles (mt = 0, 1)                  rows g and g+8, columns 2t and 2t+1
- *                                                 (registers c0 c1 | c2 c3)
- *   S[mt][nt]  nt = 0..7   (64 keys / 8)
- *   O[mt][dt]  dt = 0..dim/8-1
- *   P as A: { S[mt][2kk] c0c1, S[mt][2kk] c2c3, S[mt][2kk+1] c0c1, S[mt][2kk+1] c2c3 }
+ *     warp w owns tile rows 32w .. 32w+31         one 16 x 8 fp32 accumulator tile, lane = 4g + t:
+ *     as two m16 tiles (mt = 0, 1)                  rows g and g+8, columns 2t and 2t+1
+ *                                                   (registers c0 c1 | c2 c3)
+ *     S[mt][nt]  nt = 0..7   (64 keys / 8)
+ *     O[mt][dt]  dt = 0..dim/8-1
+ *     P as A: { S[mt][2kk] c0c1, S[mt][2kk] c2c3, S[mt][2kk+1] c0c1, S[mt][2kk+1] c2c3 }
  *
  * Each lane holds 4 query rows (g, g+8, g+16, g+24 of its warp's band) and 16 scores of each per
  * tile; the 4 lanes of a quad share a row, so a row's max needs 2 shuffles (xor 1, xor 2). The row
@@ -26,7 +27,7 @@
  * rows at the same column, and with rows 128 or 256 bytes apart all 8 land in the same 4 banks, an
  * 8-way conflict that version 4 removes.
  * The mask is applied element by element on every tile (keys past seq_kv, causal), and with
- * --causal every KV tile is still visited: version 6 changes both.
+ * `--causal` every KV tile is still visited: version 6 changes both.
  *
  * Prediction: 16 x 8 x 16 multiply-adds per instruction instead of one FMA per lane, against the
  * fp32 CUDA-core rate of version 2: 5-10x faster, held back by the bank conflicts and by loads that
@@ -48,35 +49,42 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /* 128 query rows per block */
-#define MM_BC L04_BC                       /* 64 keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /* 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /* 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /* k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /* n8 tiles of S: 8 */
-#define MM_DT (HEAD_DIM / 8)               /* n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /* k-steps of O += P V: 4 */
-#define MM_CHUNKS (HEAD_DIM / 8)           /* 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /* bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /* rows per pass of the block: 16 or 8 */
+#define MM_BR L04_BR                       /**< 128 query rows per block */
+#define MM_BC L04_BC                       /**< 64 keys per KV tile */
+#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
+#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
+#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+/** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
 #define MM_Q_IN_REGS (HEAD_DIM <= 64)
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
 #define MM_LN2 0.6931471805599453f
 
+/** Token pasting, after expanding `b`. */
 #define MM_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
+/** This build's kernel: mma_kernel_d64 or mma_kernel_d128. */
 #define MM_KERNEL MM_CAT(mma_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_mma_d64() or l04_mma_d128(), declared in fa2_warps.h. */
 #define MM_LAUNCH MM_CAT(l04_mma_d, HEAD_DIM)
 
-/* Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
+/** Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
 #define MM_SMEM_BYTES ((MM_BR + 2 * MM_BC) * HEAD_DIM * 2)
 
-/* Byte offset of 16-byte chunk `chunk` of tile row `row`: plain row-major. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: plain row-major. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + chunk) * 16);
 }
 
-/* This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
+/** This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
  * `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)), `src` its global
  * address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from r_t on. Rows
  * that do not exist are zero: a key past seq_kv must give 0 in P.V, never a stale NaN. Since
@@ -91,6 +99,10 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+ * Each warp computes its 32 x 64 slice of S with mma.sync, updates its rows' running max and sum
+ * and adds P V into its O accumulators, all in registers; K and V tiles go through an unswizzled
+ * shared-memory tile. Each warp writes its 32 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -289,6 +301,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
+/** The launcher, l04_mma_d64() or l04_mma_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

@@ -1,4 +1,5 @@
-/* Version 4: the same kernel, with an XOR-swizzled shared-memory layout.
+/** @file
+ * @brief Version 4: the same kernel, with an XOR-swizzled shared-memory layout.
  *
  * What changed from version 3: one function, tile_off(). A tile row is dim bf16 = 8 or 16 chunks
  * of 16 bytes; chunk c of row r is now stored at chunk c ^ (r % 8) of the same row.
@@ -12,12 +13,12 @@
  * at the price of 6-12% more shared memory and rows that are no longer a power of two apart;
  * the XOR costs one instruction per address and no memory.
  *
- *   logical chunk:    0  1  2  3  4  5  6  7          (dim 64: one 128-byte row = all 32 banks)
- *   row 0 stores at   0  1  2  3  4  5  6  7
- *   row 1 stores at   1  0  3  2  5  4  7  6
- *   row 2 stores at   2  3  0  1  6  7  4  5
- *   ...
- *   row 7 stores at   7  6  5  4  3  2  1  0          column 0 of rows 0..7 -> chunks 0..7
+ *     logical chunk:    0  1  2  3  4  5  6  7          (dim 64: one 128-byte row = all 32 banks)
+ *     row 0 stores at   0  1  2  3  4  5  6  7
+ *     row 1 stores at   1  0  3  2  5  4  7  6
+ *     row 2 stores at   2  3  0  1  6  7  4  5
+ *     ...
+ *     row 7 stores at   7  6  5  4  3  2  1  0          column 0 of rows 0..7 -> chunks 0..7
  *
  * Prediction: ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum from millions to
  * about zero; every ldmatrix phase 8x shorter. The kernel spends most of its time in mma and
@@ -41,35 +42,42 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /* 128 query rows per block */
-#define MM_BC L04_BC                       /* 64 keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /* 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /* 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /* k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /* n8 tiles of S: 8 */
-#define MM_DT (HEAD_DIM / 8)               /* n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /* k-steps of O += P V: 4 */
-#define MM_CHUNKS (HEAD_DIM / 8)           /* 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /* bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /* rows per pass of the block: 16 or 8 */
+#define MM_BR L04_BR                       /**< 128 query rows per block */
+#define MM_BC L04_BC                       /**< 64 keys per KV tile */
+#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
+#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
+#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+/** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
 #define MM_Q_IN_REGS (HEAD_DIM <= 64)
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
 #define MM_LN2 0.6931471805599453f
 
+/** Token pasting, after expanding `b`. */
 #define MM_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
+/** This build's kernel: swizzle_kernel_d64 or swizzle_kernel_d128. */
 #define MM_KERNEL MM_CAT(swizzle_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_swizzle_d64() or l04_swizzle_d128(), declared in fa2_warps.h. */
 #define MM_LAUNCH MM_CAT(l04_swizzle_d, HEAD_DIM)
 
-/* Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
+/** Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
 #define MM_SMEM_BYTES ((MM_BR + 2 * MM_BC) * HEAD_DIM * 2)
 
-/* Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/* This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
+/** This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
  * `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)), `src` its global
  * address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from r_t on. Rows
  * that do not exist are zero: a key past seq_kv must give 0 in P.V, never a stale NaN. Since
@@ -84,6 +92,10 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+ * The same work as version 3's kernel; only the shared-memory layout differs (16-byte chunks
+ * XOR-swizzled by row, so ldmatrix is conflict-free). Each warp writes its 32 rows of O and
+ * their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -282,6 +294,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
+/** The launcher, l04_swizzle_d64() or l04_swizzle_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

@@ -1,4 +1,6 @@
-/* Version 5: cp.async double buffering. The next K/V tile is on its way while this one computes.
+/** @file
+ * @brief Version 5: cp.async double buffering. The next K/V tile is on its way while this one
+ * computes.
  *
  * What changed from version 4: the loads. In version 4 every tile went global -> registers ->
  * shared memory with all 4 warps waiting at a barrier until the slowest load returned (about a
@@ -10,9 +12,11 @@
  *    before S = Q K^T of tile j; tile j + 1's V right after tile j's V has landed, before P V. Each
  *    load has a whole half-iteration of tensor-core work to hide behind.
  *
+ * ~~~
  *   commit groups, oldest first:  Q | K0 | V0 | K1 | V1 | K2 ...
  *   iteration j:  wait K_j (<= 1 group pending: V_j)  barrier  issue K_{j+1}   S = Q K_j^T, softmax
  *                 wait V_j (<= 1 pending: K_{j+1})    barrier  issue V_{j+1}   O += P V_j
+ * ~~~
  *   The barrier before each issue also proves every warp has finished with the buffer it reuses
  *   (tile j - 1's).
  *
@@ -37,36 +41,45 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /* 128 query rows per block */
-#define MM_BC L04_BC                       /* 64 keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /* 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /* 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /* k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /* n8 tiles of S: 8 */
-#define MM_DT (HEAD_DIM / 8)               /* n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /* k-steps of O += P V: 4 */
-#define MM_CHUNKS (HEAD_DIM / 8)           /* 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /* bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /* rows per pass of the block: 16 or 8 */
+#define MM_BR L04_BR                       /**< 128 query rows per block */
+#define MM_BC L04_BC                       /**< 64 keys per KV tile */
+#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
+#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
+#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+/** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
 #define MM_Q_IN_REGS (HEAD_DIM <= 64)
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
 #define MM_LN2 0.6931471805599453f
 
+/** Token pasting, after expanding `b`. */
 #define MM_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
+/** This build's kernel: cpasync_kernel_d64 or cpasync_kernel_d128. */
 #define MM_KERNEL MM_CAT(cpasync_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_cpasync_d64() or l04_cpasync_d128(), declared in fa2_warps.h. */
 #define MM_LAUNCH MM_CAT(l04_cpasync_d, HEAD_DIM)
 
 /* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
+/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
 #define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
 #define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
 
-/* Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/* Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
+/** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
  * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
  * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
  * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
@@ -82,6 +95,10 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+ * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
+ * next tile while the warps compute on this one. Each warp writes its 32 rows of O and their
+ * log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -296,6 +313,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
+/** The launcher, l04_cpasync_d64() or l04_cpasync_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

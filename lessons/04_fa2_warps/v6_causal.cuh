@@ -1,7 +1,8 @@
-/* Version 6: the causal mask done right. Fully masked KV tiles are skipped, the mask is applied
- * only on the tiles that need it, and the heaviest Q tiles start first.
+/** @file
+ * @brief Version 6: the causal mask done right. Fully masked KV tiles are skipped, the mask is
+ * applied only on the tiles that need it, and the heaviest Q tiles start first.
  *
- * What changed from version 5 (nothing changes without --causal except the last point's mask):
+ * What changed from version 5 (nothing changes without `--causal` except the last point's mask):
  *  - Tile skip. With the bottom-right causal mask, Q tile [q0, q0 + 128) sees keys up to
  *    q0 + 127 + (seq_kv - seq_q) only: the loop stops after l04_kv_tiles_visited() tiles instead
  *    of visiting all seq_kv / 64 and masking the rest to -inf. For seq_q = seq_kv = N that is
@@ -9,7 +10,7 @@
  *    not, so TFLOP/s should double.
  *  - Mask only where needed. The first l04_kv_tiles_unmasked() tiles are entirely visible to every
  *    row of the Q tile: no per-element compare. Only the last one or two (the diagonal, and a tile
- *    cut short by seq_kv) are masked. Without --causal only a ragged last tile is.
+ *    cut short by seq_kv) are masked. Without `--causal` only a ragged last tile is.
  *  - Heavy first. Q tile t of a head costs t + 1 diagonal-length units: in version 5's order
  *    (tile 0 first) the last blocks of the grid are the most expensive, and the GPU ends with a
  *    few SMs finishing long blocks while the rest idle. Version 6 runs each head's tiles from the
@@ -38,36 +39,45 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /* 128 query rows per block */
-#define MM_BC L04_BC                       /* 64 keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /* 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /* 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /* k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /* n8 tiles of S: 8 */
-#define MM_DT (HEAD_DIM / 8)               /* n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /* k-steps of O += P V: 4 */
-#define MM_CHUNKS (HEAD_DIM / 8)           /* 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /* bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /* rows per pass of the block: 16 or 8 */
+#define MM_BR L04_BR                       /**< 128 query rows per block */
+#define MM_BC L04_BC                       /**< 64 keys per KV tile */
+#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
+#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
+#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+/** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
 #define MM_Q_IN_REGS (HEAD_DIM <= 64)
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
 #define MM_LN2 0.6931471805599453f
 
+/** Token pasting, after expanding `b`. */
 #define MM_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
+/** This build's kernel: causal_kernel_d64 or causal_kernel_d128. */
 #define MM_KERNEL MM_CAT(causal_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_causal_d64() or l04_causal_d128(), declared in fa2_warps.h. */
 #define MM_LAUNCH MM_CAT(l04_causal_d, HEAD_DIM)
 
 /* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
+/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
 #define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
 #define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
 
-/* Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/* Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
+/** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
  * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
  * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
  * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
@@ -83,7 +93,7 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
-/* KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
+/** KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
  * the device twins of l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c). */
 static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
   long long n = seq_kv;
@@ -95,6 +105,7 @@ static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int se
   return n <= 0 ? 0 : (int)((n + MM_BC - 1) / MM_BC);
 }
 
+/** KV tiles, from tile 0, that Q tile [q0, q0 + MM_BR) sees whole: no mask needed. */
 static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
   long long n = seq_kv;
   if (causal) {
@@ -104,6 +115,10 @@ static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int s
   return n <= 0 ? 0 : (int)(n / MM_BC);
 }
 
+/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+ * The same work as version 5's kernel, but only the KV tiles the Q tile can see are visited, the
+ * mask is applied only on partly visible tiles, and with a causal mask a head's Q tiles run
+ * heaviest first. Each warp writes its 32 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -324,6 +339,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
+/** The launcher, l04_causal_d64() or l04_causal_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

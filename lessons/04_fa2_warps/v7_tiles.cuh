@@ -1,5 +1,6 @@
-/* Version 7: the tile shape chosen per head dimension. At dim 64 a KV tile of Bc = 128 keys, and Q
- * read from shared memory every tile instead of held in registers.
+/** @file
+ * @brief Version 7: the tile shape chosen per head dimension. At dim 64 a KV tile of Bc = 128 keys,
+ * and Q read from shared memory every tile instead of held in registers.
  *
  * What changed from version 6: two macros, MM_BC and MM_Q_IN_REGS; the code is the same. Dim 128
  * keeps version 6's tiles exactly (Bc = 64, Q re-read from shared memory).
@@ -13,7 +14,7 @@
  *
  * Other ideas were measured on the way and lost (H200, 2026-11-21, README): letting a warp skip a
  * diagonal tile none of its rows sees (a branch around the arithmetic: 1-7% slower, also without
- * --causal, where it never skips); that plus skipping the O rescale when no row maximum moved (a
+ * `--causal`, where it never skips); that plus skipping the O rescale when no row maximum moved (a
  * warp vote and a branch per tile: 2-6% slower than version 6); Bc = 32 or Q from shared memory
  * to fit three blocks per SM at dim 64 (8% and 1-3% slower). The branches break the compiler's
  * interleaving of tensor-core, shared-memory and special-function instructions, which is worth
@@ -35,36 +36,44 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /* 128 query rows per block */
-#define MM_BC (HEAD_DIM == 64 ? 128 : 64)  /* keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /* 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /* 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /* k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /* n8 tiles of S */
-#define MM_DT (HEAD_DIM / 8)               /* n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /* k-steps of O += P V */
-#define MM_CHUNKS (HEAD_DIM / 8)           /* 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /* bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /* rows per pass of the block: 16 or 8 */
-#define MM_Q_IN_REGS 0                     /* Q fragments re-read from shared memory */
+#define MM_BR L04_BR                       /**< 128 query rows per block */
+#define MM_BC (HEAD_DIM == 64 ? 128 : 64)  /**< keys per KV tile */
+#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
+#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S */
+#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V */
+#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+#define MM_Q_IN_REGS 0                     /**< Q fragments re-read from shared memory */
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
 #define MM_LN2 0.6931471805599453f
 
+/** Token pasting, after expanding `b`. */
 #define MM_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
+/** This build's kernel: tiles_kernel_d64 or tiles_kernel_d128. */
 #define MM_KERNEL MM_CAT(tiles_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_tiles_d64() or l04_tiles_d128(), declared in fa2_warps.h. */
 #define MM_LAUNCH MM_CAT(l04_tiles_d, HEAD_DIM)
 
 /* Shared memory: Q [128][dim], K [2][Bc][dim], V [2][Bc][dim], bf16. */
+/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
 #define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
 #define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
 
-/* Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/* Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
+/** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
  * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
  * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
  * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
@@ -80,7 +89,7 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
-/* KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
+/** KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
  * the device twins of l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c). */
 static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
   long long n = seq_kv;
@@ -92,6 +101,7 @@ static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int se
   return n <= 0 ? 0 : (int)((n + MM_BC - 1) / MM_BC);
 }
 
+/** KV tiles, from tile 0, that Q tile [q0, q0 + MM_BR) sees whole: no mask needed. */
 static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
   long long n = seq_kv;
   if (causal) {
@@ -101,6 +111,10 @@ static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int s
   return n <= 0 ? 0 : (int)(n / MM_BC);
 }
 
+/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+ * Version 6's kernel with KV tiles of MM_BC keys (128 at dim 64, 64 at dim 128) and the Q
+ * fragments read again from shared memory on every tile. Each warp writes its 32 rows of O and
+ * their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -321,6 +335,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
+/** The launcher, l04_tiles_d64() or l04_tiles_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

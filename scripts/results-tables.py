@@ -1,0 +1,1646 @@
+#!/usr/bin/env python3
+"""Rewrite the measured figures in the READMEs from one archived GPU run.
+
+    scripts/results-tables.py [FOLDER]           rewrite every results region in place
+    scripts/results-tables.py --check [FOLDER]   compare instead; print a unified diff of any drift
+                                                 and exit 1 (0 when every region is in sync)
+
+FOLDER is one run's folder under docs/results/ (default: the newest, by the date its name ends
+with), as scripts/gpu-suite.sh writes it (docs/results/README.md describes the layout):
+lessons.csv (required), peers.csv, ncu.txt, gpu-suite.log, nvidia-smi.txt. A figure whose file is
+missing is written as a placeholder that says which suite phase produces it.
+
+A region is every line between two markers in README.md or lessons/*/README.md:
+
+    <!-- results:NAME -->
+    ...generated...
+    <!-- /results:NAME -->
+
+NAME picks the function that writes it (RENDERERS below). Each region opens with a line naming the
+folder, device and date it comes from. Standard library only: CI runs --check (ctest
+results-tables-in-sync).
+"""
+import argparse
+import csv
+import difflib
+import glob
+import io
+import os
+import re
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "docs", "results")
+
+NO_PEERS = "not in this archive (run `scripts/gpu-suite.sh bench`)"
+NO_NCU = "not in this archive (run `scripts/gpu-suite.sh ncu`)"
+NO_LOG = ("not in this archive (the report printed after the table, in `gpu-suite.log` of "
+          "`scripts/gpu-suite.sh lessons`)")
+NO_RUN = "not in this archive (`gpu-runs.txt` lists it: run `scripts/gpu-suite.sh lessons`)"
+
+H200_HBM_DATASHEET_GBS = 4800.0
+
+SHAPE_KEYS = ("batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim", "causal")
+
+
+# ---- Reading one archive -------------------------------------------------------------------------
+
+def _num(s):
+    s = (s or "").strip()
+    if s == "":
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+UNIT_SCALE = {  # to bytes, seconds, or 1
+    "": 1.0, "byte": 1.0, "bytes": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12,
+    "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024.0, "mib": 1024.0 ** 2,
+    "gib": 1024.0 ** 3, "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0,
+    "ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0,
+}
+
+
+class NcuRun:
+    """One line of an ncu-runs.txt: where it came from, what it ran, and its metric rows."""
+
+    def __init__(self, header):
+        m = re.match(r"#### ncu (\S+?):(\d+): (.*)$", header)
+        self.file, self.line, self.args = (m.group(1), int(m.group(2)), m.group(3)) if m else (
+            "", 0, header[len("#### ncu "):])
+        self.lesson = self.version = self.seq = None
+        words = self.args.split()
+        for i, w in enumerate(words):
+            p = re.match(r"(?:\./)?lesson-(\d+)$", w)
+            if p:
+                self.lesson = int(p.group(1))
+                rest = words[i + 1:]
+                if rest and rest[0].isdigit():
+                    self.version = int(rest[0])
+                for j, r in enumerate(rest[:-1]):
+                    if r == "--seq":
+                        self.seq = int(rest[j + 1])
+                break
+        self.records = []  # dicts: id, kernel, metric, value (base units)
+
+    def add_csv(self, lines):
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+        if not rows:
+            return
+        head = rows[0]
+
+        def col(*names):
+            for n in names:
+                if n in head:
+                    return head.index(n)
+            return None
+        c_id, c_k = col("ID"), col("Kernel Name", "Function Name")
+        c_m, c_u, c_v = col("Metric Name"), col("Metric Unit"), col("Metric Value")
+        if None in (c_k, c_m, c_v):
+            return
+        for r in rows[1:]:
+            if len(r) <= max(c for c in (c_id, c_k, c_m, c_u, c_v) if c is not None):
+                continue
+            raw = r[c_v].replace(",", "").strip()
+            try:
+                v = float(raw)
+            except ValueError:
+                continue
+            unit = (r[c_u].strip().lower() if c_u is not None else "")
+            v *= UNIT_SCALE.get(unit, 1.0)
+            self.records.append({"id": r[c_id] if c_id is not None else "", "kernel": r[c_k],
+                                 "metric": r[c_m], "value": v})
+
+    def kernels(self, pattern):
+        """The launch ids (in order) whose kernel name matches the regex."""
+        seen = []
+        for rec in self.records:
+            if re.search(pattern, rec["kernel"]) and rec["id"] not in seen:
+                seen.append(rec["id"])
+        return seen
+
+    def metric(self, pattern, name):
+        """The metric of the first launch of a kernel matching @p pattern, or None."""
+        ids = self.kernels(pattern)
+        if not ids:
+            return None
+        for rec in self.records:
+            if rec["id"] == ids[0] and rec["metric"] == name:
+                return rec["value"]
+        return None
+
+
+class Archive:
+    def __init__(self, folder):
+        self.folder = os.path.abspath(folder)
+        self.rel = os.path.relpath(self.folder, ROOT)
+        name = os.path.basename(self.folder.rstrip("/"))
+        m = re.match(r"^(.*)-(\d{4}-\d{2}-\d{2})$", name)
+        self.date = m.group(2) if m else "undated"
+        path = os.path.join(self.folder, "lessons.csv")
+        if not os.path.exists(path):
+            raise SystemExit(f"results-tables: {self.rel}/lessons.csv is missing")
+        self.lessons = []
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                row = dict(r)
+                for k in ("lesson", "version") + SHAPE_KEYS:
+                    row[k] = int(row[k])
+                for k in ("max_abs", "rel_l2", "ms", "tflops", "pct_flops", "gbs", "pct_bw"):
+                    row[k] = _num(row.get(k))
+                self.lessons.append(row)
+        self.peers = self._read_peers()
+        self.ncu = self._read_ncu()
+        self.log = self._read_log()
+        self.smi = self._read_smi()
+        names = [r["device"] for r in self.lessons if r.get("device")]
+        self.device = (names[0] if names else None) or (self.smi or {}).get("product") or \
+            (self.peers[0]["device"] if self.peers else "unknown device")
+
+    # -- files
+    def _read_peers(self):
+        paths = [os.path.join(self.folder, "peers.csv")]
+        if not os.path.exists(paths[0]):
+            paths = sorted(glob.glob(os.path.join(self.folder, "peers-lesson*.csv")))
+        rows = []
+        for p in paths:
+            if not os.path.exists(p):
+                continue
+            with open(p, newline="") as f:
+                for r in csv.DictReader(f):
+                    row = dict(r)
+                    for k in ("lesson", "batch", "heads", "kv_heads", "seq_q", "seq_kv", "dim",
+                              "causal", "rows", "cols", "bytes", "pinned"):
+                        v = _num(row.get(k))
+                        row[k] = int(v) if v is not None else None
+                    for k in ("ms", "min_ms", "tflops", "gbs", "pct_hbm", "max_abs"):
+                        row[k] = _num(row.get(k))
+                    rows.append(row)
+        return rows or None
+
+    def _read_ncu(self):
+        path = os.path.join(self.folder, "ncu.txt")
+        if not os.path.exists(path):
+            return None
+        runs, cur, lines = [], None, []
+        with open(path) as f:
+            for line in f.read().splitlines():
+                if line.startswith("#### ncu "):
+                    if cur is not None:
+                        cur.add_csv(lines)
+                    cur, lines = NcuRun(line), []
+                    runs.append(cur)
+                elif cur is not None and line.startswith('"'):
+                    lines.append(line)
+        if cur is not None:
+            cur.add_csv(lines)
+        return runs or None
+
+    def _read_log(self):
+        path = os.path.join(self.folder, "gpu-suite.log")
+        if not os.path.exists(path):
+            return None
+        sections, title, body = [], None, []
+        with open(path, errors="replace") as f:
+            for line in f.read().splitlines():
+                m = re.match(r"^==== (.*) ====$", line)
+                if m:
+                    if title is not None:
+                        sections.append((title, body))
+                    title, body = m.group(1).strip(), []
+                elif title is not None:
+                    body.append(line)
+        if title is not None:
+            sections.append((title, body))
+        log = {"sections": sections, "kernels": {}, "sms": None, "clock_mhz": None,
+               "runtime": None, "probe_bytes": None}
+        step = re.compile(r"^\s+(1 S = QK\^T|2 softmax|3 O = PV)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                          r"\s+([\d.]+)\s+([\d.]+)\s*$")
+        for t, lines in sections:
+            shape = None
+            for line in lines:
+                m = re.match(r"^device\s+.*?, sm_\d+, (\d+) SMs, SM clock (\d+) MHz", line)
+                if m and log["sms"] is None:
+                    log["sms"], log["clock_mhz"] = int(m.group(1)), int(m.group(2))
+                m = re.match(r"^software\s+driver (\S+), runtime ([\d.]+)", line)
+                if m and log["runtime"] is None:
+                    log["runtime"] = m.group(2)
+                m = re.match(r"^Copy probe: (\d+) bytes read .*read probe: (\d+) bytes", line)
+                if m and log["probe_bytes"] is None:
+                    log["probe_bytes"] = (int(m.group(1)), int(m.group(2)))
+                m = re.match(r"^Naive attention on the roofline \(batch (\d+)\s+heads (\d+)/(\d+)\s+"
+                             r"seq (\d+)/(\d+)\s+dim (\d+)\s+(full|causal)", line)
+                if m:
+                    g = [int(x) for x in m.groups()[:6]]
+                    shape = tuple(g) + (1 if m.group(7) == "causal" else 0,)
+                m = step.match(line)
+                if m and shape is not None:
+                    k = log["kernels"].setdefault(shape, {})
+                    idx = int(m.group(1)[0])
+                    if idx not in k:
+                        k[idx] = {"ms": float(m.group(2)), "gbs": float(m.group(3)),
+                                  "pct_hbm": float(m.group(4)), "tflops": float(m.group(5)),
+                                  "pct_fp32": float(m.group(6))}
+        return log
+
+    def _read_smi(self):
+        path = os.path.join(self.folder, "nvidia-smi.txt")
+        if not os.path.exists(path):
+            return None
+        info = {}
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.match(r"^\s*(Product Name|Driver Version|CUDA Version)\s*:\s*(.+?)\s*$", line)
+                if m and m.group(1) not in info:
+                    info[m.group(1)] = m.group(2)
+                m = re.search(r"release ([\d.]+), V([\d.]+)", line)
+                if m and "nvcc" not in info:
+                    info["nvcc"] = m.group(2)
+        return {"product": info.get("Product Name"), "driver": info.get("Driver Version"),
+                "cuda": info.get("CUDA Version"), "nvcc": info.get("nvcc")}
+
+    # -- lookups
+    def rows(self, lesson, version=None, timed=False, **shape):
+        out = []
+        for r in self.lessons:
+            if r["lesson"] != lesson or (version is not None and r["version"] != version):
+                continue
+            if any(r[k] != v for k, v in shape.items()):
+                continue
+            if timed and r["ms"] is None:
+                continue
+            out.append(r)
+        return out
+
+    def one(self, lesson, version=None, **shape):
+        """The first timed row of a version and shape (a shape that ran twice: its first run)."""
+        rs = self.rows(lesson, version, timed=True, **shape)
+        return rs[0] if rs else None
+
+    def peer(self, lesson, impl, **kv):
+        if not self.peers:
+            return None
+        for r in self.peers:
+            if int(r["lesson"]) != lesson or not re.fullmatch(impl, r["impl"] or ""):
+                continue
+            if any(r.get(k) != v for k, v in kv.items()):
+                continue
+            if r["ms"] is None and r["tflops"] is None and r["gbs"] is None:
+                continue
+            return r
+        return None
+
+    def ncu_run(self, lesson, version=None, seq=None):
+        for run in self.ncu or []:
+            if run.lesson == lesson and run.version == version and \
+                    (seq is None or run.seq == seq) and run.records:
+                return run
+        return None
+
+    def repeats(self, lesson):
+        """(version, shape, n, spread) for every timed version and shape that ran more than once;
+        spread = (slowest - fastest) / fastest."""
+        groups = {}
+        for r in self.rows(lesson, timed=True):
+            key = (r["version"],) + tuple(r[k] for k in SHAPE_KEYS)
+            groups.setdefault(key, []).append(r["ms"])
+        out = []
+        for key, ms in groups.items():
+            if len(ms) > 1:
+                out.append((key[0], dict(zip(SHAPE_KEYS, key[1:])), len(ms),
+                            (max(ms) - min(ms)) / min(ms)))
+        return out
+
+    # -- words
+    def device_desc(self):
+        parts = []
+        if self.log and self.log["sms"]:
+            parts.append(f"{self.log['sms']} SMs, {self.log['clock_mhz']} MHz")
+        if self.smi:
+            if self.smi.get("driver"):
+                parts.append(f"driver {self.smi['driver']}")
+            if self.smi.get("cuda"):
+                parts.append(f"CUDA {self.smi['cuda']}")
+            if self.smi.get("nvcc"):
+                parts.append(f"nvcc {self.smi['nvcc']}")
+        return self.device + (f" ({', '.join(parts)})" if parts else "")
+
+    def software(self):
+        """'PyTorch X, cuDNN Y' from the peers, or None."""
+        if not self.peers:
+            return None
+        r = self.peers[0]
+        s = f"PyTorch {r['torch']}" if r.get("torch") else ""
+        if r.get("cudnn"):
+            c = r["cudnn"]
+            if c.isdigit() and len(c) >= 4:  # 91900 -> 9.19.0
+                c = f"{int(c) // 10000}.{int(c) // 100 % 100}.{int(c) % 100}"
+            s += f", cuDNN {c}"
+        return s or None
+
+    def is_h200(self):
+        return "H200" in self.device
+
+
+# ---- Formatting ------------------------------------------------------------------------------------
+
+def f(x, nd=1):
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def pc(x, nd=1):
+    return "-" if x is None else f"{x:.{nd}f}%"
+
+
+def xs(x, nd=2):
+    return "-" if x is None else f"{x:.{nd}f}x"
+
+
+def esc(s):
+    return str(s).replace("|", "\\|")
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+def source(a, files):
+    """The line each region opens with: the folder, the files read, the device and the date."""
+    have = [x for x in files if os.path.exists(os.path.join(a.folder, x)) or
+            (x == "peers.csv" and a.peers)]
+    lack = [x for x in files if x not in have]
+    what = ", ".join(have) + ("; " if have and lack else "") + \
+        (f"no {' or '.join(lack)}" if lack else "")
+    return (f"*Generated by `scripts/results-tables.py` from `{a.rel}/` ({what}): "
+            f"{a.device_desc()}, {a.date}.*")
+
+
+def size_str(nbytes):
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):.0f} GiB"
+    return f"{nbytes / (1 << 20):.0f} MiB"
+
+
+def seq_label(s):
+    return f"{s // 1024}k" if s >= 1024 and s % 1024 == 0 else str(s)
+
+
+def span(lo, hi, nd=0):
+    """'27-28', or '13' when both round alike."""
+    a, b = f"{lo:.{nd}f}", f"{hi:.{nd}f}"
+    return a if a == b else f"{a}-{b}"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def rel(a, b):
+    """(a - b) / b in percent."""
+    return 100.0 * (a - b) / b if a is not None and b not in (None, 0) else None
+
+
+def att(b, h, s, d, c=0, kvh=None, skv=None):
+    return dict(batch=b, heads=h, kv_heads=kvh if kvh else h, seq_q=s, seq_kv=skv if skv else s,
+                dim=d, causal=c)
+
+
+def noise_sentence(a, lesson):
+    reps = a.repeats(lesson)
+    if not reps:
+        return ("Run-to-run noise: no version and shape ran twice in this archive, so none is "
+                "quoted.")
+    worst = max(reps, key=lambda t: t[3])
+    shapes = {tuple(sorted(s.items())) for _, s, _, _ in reps}
+    v, s, _, sp = worst
+    where = f"version {v}, dim {s['dim']}{', causal' if s['causal'] else ''}"
+    med = statistics.median(t[3] for t in reps)
+    return (f"Run-to-run noise: {len(shapes)} shape{'s' if len(shapes) > 1 else ''} of this lesson "
+            f"ran more than once in the suite ({len(reps)} version and shape pairs); the same "
+            f"version's times differed by at most {100 * sp:.2f}% ({where}), median "
+            f"{100 * med:.2f}%.")
+
+
+# ---- Lesson 01 ---------------------------------------------------------------------------------
+
+L01 = {"h2d-pageable": 1, "h2d-pinned": 2, "d2h-pageable": 3, "d2h-pinned": 4, "read4": 5,
+       "read16": 6, "write16": 7, "copy16": 8, "l2": 9, "row": 10, "stride2": 11, "stride32": 12,
+       "pad33": 13, "fma": 14, "naive": 15}
+L01_DEFAULT = att(1, 16, 4096, 64)
+
+
+def l01(a, name):
+    return a.one(1, L01[name])
+
+
+def l01_hbm_peak(a):
+    """The harness's HBM figure (clock x bus width), from a probe's GB/s and % of it."""
+    r = l01(a, "read16")
+    return r["gbs"] / r["pct_bw"] * 100.0 if r and r["pct_bw"] else None
+
+
+def copy_verdict(a, short=False):
+    lesson = l01(a, "copy16")
+    reps = [r["gbs"] for r in a.rows(1, L01["copy16"], timed=True)]
+    torch = a.peer(1, "torch.copy")
+    if lesson is None:
+        return "the lesson's copy: " + NO_RUN
+    if torch is None:
+        return ("PyTorch's copy: " + NO_PEERS + ".") if not short else "peer figures: " + NO_PEERS
+    d = rel(lesson["gbs"], torch["gbs"])
+    spread = 100.0 * (max(reps) - min(reps)) / min(reps) if len(reps) > 1 else None
+    sp = (f"the lesson's copy ran {len(reps)} times in this run and spread by {spread:.2f}%"
+          if spread is not None else "the lesson's copy ran once, so no spread is known")
+    if short:
+        head = f"`copy_` {torch['gbs'] / 1000:.2f} TB/s"
+        if d >= 0:
+            return f"{head}: the lesson's copy {d:+.2f}%"
+        if spread is not None and -d <= spread:
+            return f"{head}: a tie ({d:+.2f}%, within the copy's run-to-run spread of {spread:.2f}%)"
+        return f"{head}: the lesson's copy {d:+.2f}% behind"
+    fig = f"{lesson['gbs']:.1f} against {torch['gbs']:.1f} GB/s ({d:+.2f}%); {sp}"
+    if d >= 0:
+        return "met, " + fig + "."
+    if spread is not None and -d <= spread:
+        return "a tie within the run-to-run spread, not strictly met: " + fig + "."
+    return "not met: " + fig + "."
+
+
+H200_PYRAMID = {  # capacity, published or computed figure (datasheet and device properties)
+    "registers": ("64 K x 4 B per SM, 33.0 MiB over 132 SMs",
+                  "401 TB/s: fp32 peak x 6 B per flop (datasheet)"),
+    "shared memory": ("228 KiB x 132 SMs = 29.4 MiB",
+                      "33.5 TB/s: 132 SMs x 128 B x 1.98 GHz (computed)"),
+    "L2": ("60.0 MiB (as the device reports)", "none published"),
+    "HBM3e": ("141 GB (datasheet; the device reports 139.8 GiB)", "4.8 TB/s (H200 datasheet)"),
+    "host link (pinned)": ("host RAM", "PCIe Gen5 x16, 128 GB/s both directions (H200 datasheet)"),
+}
+
+
+def r_pyramid(a, ctx):
+    fma, smem, l2, hbm, link = (l01(a, n) for n in ("fma", "row", "l2", "read16", "h2d-pinned"))
+    back = l01(a, "d2h-pinned")
+    levels = [("registers", fma["tflops"] * 6000.0 if fma else None, " (derived)"),
+              ("shared memory", smem["gbs"] if smem else None, ""),
+              ("L2", l2["gbs"] if l2 else None, ""),
+              ("HBM3e" if a.is_h200() else "HBM", hbm["gbs"] if hbm else None, ""),
+              ("host link (pinned)", link["gbs"] if link else None, "")]
+    rows, steps = [], []
+    for i, (name, gbs, note) in enumerate(levels):
+        below = levels[i + 1][1] if i + 1 < len(levels) else None
+        step = ratio(gbs, below)
+        if step is not None:
+            steps.append(f"{step:.1f}x")
+        cap, pub = H200_PYRAMID[name] if a.is_h200() else ("-", "see the report of `./run`")
+        if gbs is None:
+            meas = NO_RUN
+        elif gbs >= 1000:
+            meas = f"{gbs / 1000:.2f} TB/s{note}"
+        else:
+            meas = f"{gbs:.1f} GB/s{note}"
+        rows.append([name, cap, meas, f"{step:.1f}" if step is not None else "-", pub])
+    out = [source(a, ["lessons.csv"]), "",
+           table(["level", "capacity", "measured", "x below", "published or computed figure"], rows),
+           ""]
+    s = f"Steps, registers to host: {', '.join(steps[:-1])} and {steps[-1]}." if len(steps) > 1 \
+        else ""
+    if link and back:
+        s += (f" The host link, one direction at a time: {link['gbs']:.1f} GB/s to the device and "
+              f"{back['gbs']:.1f} GB/s back")
+        if a.is_h200():
+            p1, p2 = f"{100 * link['gbs'] / 64.0:.0f}%", f"{100 * back['gbs'] / 64.0:.0f}%"
+            s += (f", {p1 + ' each' if p1 == p2 else p1 + ' and ' + p2} of the 64 GB/s per "
+                  f"direction that the datasheet's 128 GB/s both ways amounts to")
+        s += "."
+    out.append(s.strip())
+    return "\n".join(out)
+
+
+def r_host_link(a, ctx):
+    rows = []
+    for label, pg, pn, impl in (("host to device", "h2d-pageable", "h2d-pinned", "torch.h2d"),
+                                ("device to host", "d2h-pageable", "d2h-pinned", "torch.d2h")):
+        g, n = l01(a, pg), l01(a, pn)
+        tg, tn = a.peer(1, impl, pinned=0), a.peer(1, impl, pinned=1)
+        rows.append([label, f(g and g["gbs"]), f(n and n["gbs"]),
+                     pc(100 * ratio(g["gbs"], n["gbs"]), 0) if g and n else "-",
+                     pc(n and n["pct_bw"]),
+                     f(tg and tg["gbs"]) if a.peers else NO_PEERS,
+                     f(tn and tn["gbs"]) if a.peers else ""])
+    nb = a.peer(1, "torch.h2d", pinned=1)
+    size = f", PyTorch on {nb['bytes'] >> 20} MiB" if nb and nb.get("bytes") else ""
+    return "\n".join([
+        source(a, ["lessons.csv", "peers.csv"]), "",
+        f"256 MiB each way{size}; GB/s:", "",
+        table(["direction", "pageable", "pinned", "pageable / pinned",
+               "pinned, % of the figure measured in setup", "PyTorch pageable", "PyTorch pinned"],
+              rows)])
+
+
+def r_hbm(a, ctx):
+    peak = l01_hbm_peak(a)
+    h200 = a.is_h200()
+    head = ["probe", "GB/s"] + (["% of 4.8 TB/s (datasheet)"] if h200 else []) + \
+        [f"% of {peak:.0f} GB/s (clock x bus, the harness's %peak)" if peak else "% of clock x bus"]
+
+    def row(label, gbs):
+        r = [label, f(gbs)]
+        if h200:
+            r.append(pc(100 * gbs / H200_HBM_DATASHEET_GBS) if gbs else "-")
+        r.append(pc(100 * gbs / peak) if gbs and peak else "-")
+        return r
+    rows = []
+    for name, label in (("read4", "`hbm-read-4B`"), ("read16", "`hbm-read-16B`"),
+                        ("write16", "`hbm-write-16B`"), ("copy16", "`hbm-copy-16B` (read + write)")):
+        r = l01(a, name)
+        rows.append(row(label, r["gbs"] if r else None))
+    cp, sm = a.peer(1, "torch.copy"), a.peer(1, "torch.sum")
+    if a.peers:
+        if cp:
+            rows.append(row(f"PyTorch `dst.copy_(src)`, {cp['bytes']} bytes per buffer", cp["gbs"]))
+        if sm:
+            rows.append(row(f"PyTorch `x.sum()`, {sm['bytes']} bytes", sm["gbs"]))
+    else:
+        rows.append(["PyTorch `dst.copy_(src)` and `x.sum()`", NO_PEERS] + [""] * (len(head) - 2))
+    sizes = ""
+    if a.log and a.log["probe_bytes"]:
+        c, r = a.log["probe_bytes"]
+        sizes = f"The lesson's sizes in this run: the reads {r} bytes, the copy {c} bytes each way."
+    out = [source(a, ["lessons.csv", "peers.csv", "gpu-suite.log"]), ""] + \
+        ([sizes, ""] if sizes else []) + [table(head, rows), ""]
+    r16, r4 = l01(a, "read16"), l01(a, "read4")
+    if r16:
+        ref, what = (H200_HBM_DATASHEET_GBS, "4.8 TB/s") if h200 else (peak, "clock x bus width")
+        p = 100 * r16["gbs"] / ref
+        out.append(f"- Target, the 16-byte read at 90% or more of {what}: "
+                   f"{'met' if p >= 90 else 'not met'}, {r16['gbs']:.1f} GB/s = {p:.1f}%.")
+    out.append("- Target, the copy at least PyTorch's device copy on the same bytes in the same run: "
+               + copy_verdict(a))
+    if r16 and r4:
+        p = 100 * r4["gbs"] / r16["gbs"]
+        out.append(f"- The 4-byte read was expected to fall short of bytes in flight; it reaches "
+                   f"{p:.1f}% of the 16-byte read ({r4['gbs']:.1f} against {r16['gbs']:.1f} GB/s): "
+                   f"the wider load buys the last {100 - p:.1f}%.")
+    return "\n".join(out)
+
+
+def r_l2(a, ctx):
+    l2, r16 = l01(a, "l2"), l01(a, "read16")
+    if not (l2 and r16):
+        return source(a, ["lessons.csv"]) + "\n\nThe L2 read: " + NO_RUN
+    return (source(a, ["lessons.csv"]) + "\n\n" +
+            f"The L2 read in this run: {l2['gbs']:.1f} GB/s, {l2['gbs'] / r16['gbs']:.2f}x the "
+            f"16-byte HBM read.")
+
+
+def r_banks(a, ctx):
+    row = l01(a, "row")
+    if not row:
+        return source(a, ["lessons.csv"]) + "\n\nThe shared-memory probes: " + NO_RUN
+    peak = row["gbs"] / row["pct_bw"] * 100.0
+    rows, devs = [], []
+    for name, stride, pred in (("row", 1, 1), ("stride2", 2, 2), ("stride32", 32, 32),
+                               ("pad33", 33, 1)):
+        r = l01(a, name)
+        meas = r["ms"] / row["ms"] if r else None
+        if r and name != "row":
+            devs.append(abs(meas / pred - 1))
+        rows.append([f"`smem-{name}`", stride, pred,
+                     "1" if name == "row" else f(meas, 2), f(r and r["gbs"]),
+                     pc(r and r["pct_bw"])])
+    s32, pad = l01(a, "stride32"), l01(a, "pad33")
+    out = [source(a, ["lessons.csv"]), "",
+           f"Theoretical {peak / 1000:.1f} TB/s = SMs x 32 banks x 4 B x clock (the harness's "
+           f"SMEM peak). \"Measured\" is the version's time over `smem-row`'s for the same loads.",
+           "",
+           table(["version", "lane stride", "predicted slowdown", "measured", "GB/s",
+                  "% of theoretical"], rows), "",
+           f"- Target, the conflict-free read at 80% or more of theoretical: "
+           f"{'met' if row['pct_bw'] >= 80 else 'not met'}, {row['pct_bw']:.1f}%."]
+    if s32:
+        m = s32["ms"] / row["ms"]
+        out.append(f"- Target, the 32-way conflict within 20% of the predicted 32x: "
+                   f"{'met' if abs(m / 32 - 1) <= 0.2 else 'not met'}, {m:.2f}x "
+                   f"({100 * abs(m / 32 - 1):.1f}% {'under' if m < 32 else 'over'}).")
+    if devs and pad:
+        out.append(f"- The bank arithmetic predicts all three slowdowns to within "
+                   f"{100 * max(devs):.1f}%, and one padding word per row gives back "
+                   f"{100 * pad['gbs'] / row['gbs']:.1f}% of the row read's rate.")
+    return "\n".join(out)
+
+
+def r_fma(a, ctx):
+    r = l01(a, "fma")
+    if not r:
+        return source(a, ["lessons.csv"]) + "\n\n`fma-fp32`: " + NO_RUN
+    peak = r["tflops"] / r["pct_flops"] * 100.0 if r["pct_flops"] else None
+    s = f"In this run: {r['tflops']:.2f} TFLOP/s"
+    if peak:
+        s += f", {r['pct_flops']:.1f}% of the datasheet fp32 peak the harness prints, {peak:.1f} TFLOP/s"
+        if a.is_h200():
+            s += " (256 flops per clock per SM x 132 SMs x 1.98 GHz)"
+    return source(a, ["lessons.csv"]) + "\n\n" + s + "."
+
+
+def l01_kernels(a, shape):
+    if not a.log:
+        return None
+    key = tuple(shape[k] for k in SHAPE_KEYS)
+    return a.log["kernels"].get(key)
+
+
+def r_naive_kernels(a, ctx):
+    naive = a.one(1, 15, **L01_DEFAULT)
+    ks = l01_kernels(a, L01_DEFAULT)
+    rows = []
+    if ks:
+        for i, name in ((1, "1 S = QK^T"), (2, "2 softmax"), (3, "3 O = PV")):
+            k = ks.get(i)
+            rows.append([name, f(k and k["ms"], 3), f(k and k["gbs"]), pc(k and k["pct_hbm"]),
+                         "-" if i == 2 else f(k and k["tflops"], 2)])
+    else:
+        rows.append(["kernels 1-3 alone", NO_LOG, "", "", ""])
+    rows.append(["all three (`./run 15`)", f(naive and naive["ms"], 3), "", "",
+                 f(naive and naive["tflops"], 2)])
+    t = a.peer(1, "torch.naive", causal=0, seq_q=4096, dim=64, heads=16, batch=1)
+    if a.peers:
+        rows.append(["PyTorch, same three steps in fp32 (cuBLAS, TF32 off)", f(t and t["ms"], 3),
+                     "", "", f(t and t["tflops"], 2)])
+    else:
+        rows.append(["PyTorch, same three steps in fp32 (cuBLAS, TF32 off)", NO_PEERS, "", "", ""])
+    sw = a.software()
+    return "\n".join([
+        source(a, ["lessons.csv", "gpu-suite.log", "peers.csv"]), "",
+        "Default shape: batch 1, 16 heads, seq 4096, D = 64, full" + (f"; {sw}" if sw else "") + ".",
+        "", table(["kernel", "ms", "GB/s (model bytes)", "% of the measured HBM read", "TFLOP/s"],
+                  rows)])
+
+
+def naive_model_bytes(s):
+    q = 4.0 * s["batch"] * s["seq_q"] * s["heads"] * s["dim"]
+    kv = 4.0 * s["batch"] * s["seq_kv"] * s["kv_heads"] * s["dim"]
+    sp = 4.0 * s["batch"] * s["heads"] * s["seq_q"] * s["seq_kv"]
+    lse = 4.0 * s["batch"] * s["heads"] * s["seq_q"]
+    return (q + kv + sp) + (2 * sp + lse) + (sp + kv + q)
+
+
+def r_naive_floors(a, ctx):
+    naive, hbm = a.one(1, 15, **L01_DEFAULT), l01(a, "read16")
+    if not (naive and hbm):
+        return source(a, ["lessons.csv"]) + "\n\nThe naive attention: " + NO_RUN
+    traffic = naive_model_bytes(L01_DEFAULT)
+    floor = traffic / (hbm["gbs"] * 1e9) * 1e3
+    parts = []
+    ks = l01_kernels(a, L01_DEFAULT)
+    if ks and all(i in ks for i in (1, 2, 3)):
+        parts.append(f"the softmax kernel takes {ks[2]['ms']:.3f} ms of the version's "
+                     f"{naive['ms']:.3f} ms, at {ks[2]['pct_hbm']:.1f}% of the measured HBM read")
+    parts.append(f"the memory floor, the model's {traffic / 1e9:.3f} GB over the measured HBM read "
+                 f"({hbm['gbs']:.1f} GB/s), is {floor:.3f} ms, and the version takes "
+                 f"{naive['ms'] / floor:.1f}x that")
+    if ks and all(i in ks for i in (1, 2, 3)):
+        pf = sorted((ks[1]["pct_fp32"], ks[3]["pct_fp32"]))
+        ph = sorted((ks[1]["pct_hbm"], ks[3]["pct_hbm"]))
+        parts.append(f"the two products take {ks[1]['ms'] + ks[3]['ms']:.3f} ms of it, at "
+                     f"{span(*pf)}% of the fp32 peak while moving bytes at {span(*ph)}% of the "
+                     f"HBM read")
+    else:
+        parts.append("the per-kernel times are " + NO_LOG)
+    t = a.peer(1, "torch.naive", causal=0, seq_q=4096, dim=64, heads=16, batch=1)
+    if t:
+        parts.append(f"PyTorch's three steps take {t['ms']:.3f} ms, {t['ms'] / floor:.1f}x the "
+                     f"memory floor")
+    else:
+        parts.append("PyTorch's figure is " + NO_PEERS)
+    return source(a, ["lessons.csv", "gpu-suite.log", "peers.csv"]) + "\n\nIn this run: " + \
+        "; ".join(parts) + "."
+
+
+def r_naive_causal(a, ctx):
+    full, cau = a.one(1, 15, **L01_DEFAULT), a.one(1, 15, **dict(L01_DEFAULT, causal=1))
+    if not (full and cau):
+        return source(a, ["lessons.csv"]) + "\n\nThe causal run: " + NO_RUN
+    s = (f"In this run: {cau['ms']:.3f} ms causal against {full['ms']:.3f} ms without the mask; "
+         f"{cau['tflops']:.2f} TFLOP/s of useful flops against {full['tflops']:.2f}.")
+    tc = a.peer(1, "torch.naive", causal=1, seq_q=4096, dim=64, heads=16, batch=1)
+    tf = a.peer(1, "torch.naive", causal=0, seq_q=4096, dim=64, heads=16, batch=1)
+    if tc and tf:
+        s += (f" PyTorch's three steps plus a `masked_fill`: {tc['ms']:.3f} ms causal "
+              f"({tc['tflops']:.2f} TFLOP/s useful), against {tf['ms']:.3f} ms without the mask.")
+    else:
+        s += " PyTorch's causal figure: " + NO_PEERS + "."
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\n" + s
+
+
+def shape_words(s, default=None):
+    w = f"{s['heads']} heads" if s["kv_heads"] == s["heads"] else \
+        f"{s['heads']} heads / {s['kv_heads']} KV heads"
+    w += f", seq {s['seq_q']}" if s["seq_q"] == s["seq_kv"] else \
+        f", seq_q {s['seq_q']}, seq_kv {s['seq_kv']}"
+    w += f", D {s['dim']}"
+    if s["causal"]:
+        w += ", causal"
+    if default is not None and all(s[k] == default[k] for k in SHAPE_KEYS):
+        w += " (default)"
+    return w
+
+
+def r_naive_shapes(a, ctx):
+    seen, rows = [], []
+    for r in a.rows(1, 15):
+        key = tuple(r[k] for k in SHAPE_KEYS)
+        if key in seen:
+            continue
+        seen.append(key)
+        s = dict(zip(SHAPE_KEYS, key))
+        sb = 4 * s["batch"] * s["heads"] * s["seq_q"] * s["seq_kv"]
+        if r["ms"] is None:
+            t = a.one(1, 15, **s)
+            if t is None:
+                why = r["note"] or r["status"]
+                rows.append([shape_words(s, L01_DEFAULT), size_str(sb), esc(f"{r['status']}: {why}"),
+                             "", "", "", ""])
+                continue
+            r = t
+        k = l01_kernels(a, s) or {}
+        cells = [f(k[i]["ms"], 3) if i in k else "-" for i in (1, 2, 3)]
+        if 2 in k:
+            cells[1] += f" ({k[2]['gbs']:.1f})"
+        rows.append([shape_words(s, L01_DEFAULT), size_str(sb), f(r["ms"], 3), f(r["tflops"], 2)]
+                    + cells)
+    out = [source(a, ["lessons.csv", "gpu-suite.log"]), ""]
+    if not (a.log and a.log["kernels"]):
+        out += ["Each kernel alone: " + NO_LOG, ""]
+    out.append(table(["shape", "S", "all three, ms", "TFLOP/s (useful)", "S = QK^T, ms",
+                      "softmax, ms (GB/s)", "O = PV, ms"], rows))
+    return "\n".join(out)
+
+
+# ---- Lesson 02 ---------------------------------------------------------------------------------
+
+L02_DEFAULT = att(1, 16, 1024, 64, skv=4096)          # 16384 x 4096
+L02_LONG = att(1, 4, 1024, 64, skv=32768)             # 4096 x 32768
+L02_DECODE = att(64, 32, 1, 128, kvh=8, skv=8192)
+L02_VERSIONS = {1: "naive (small data)", 2: "safe-thread", 3: "safe-warp", 4: "safe-block",
+                5: "online-block", 6: "online-regs", 7: "online-regs+smem"}
+
+
+def l02_rc(s):
+    return s["batch"] * s["heads"] * s["seq_q"], s["seq_kv"]
+
+
+def l02_peak(a):
+    r = a.one(2, 6, **L02_DEFAULT) or a.one(2, 6, **L02_LONG)
+    return r["gbs"] / r["pct_bw"] * 100.0 if r and r["pct_bw"] else None
+
+
+def l02_1r1w(a, r):
+    rows, cols = l02_rc(r)
+    gbs = 2.0 * rows * cols * 4 / (r["ms"] * 1e-3) / 1e9
+    peak = l02_peak(a)
+    return gbs, (100 * gbs / peak if peak else None)
+
+
+def r_softmax_setup(a, ctx):
+    peak = l02_peak(a)
+    s = f"HBM peak {peak:.0f} GB/s as the report computes it (2 x memory clock x bus width)" \
+        if peak else "HBM peak: " + NO_RUN
+    sw = a.software()
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\n" + s + (f"; {sw}" if sw else "") + "."
+
+
+def l02_table(a, shape):
+    rows = []
+    for v, name in L02_VERSIONS.items():
+        r = a.one(2, v, **shape)
+        if r is None:
+            rows.append([v, name, NO_RUN, "", "", "", ""])
+            continue
+        g, p = l02_1r1w(a, r)
+        rows.append([v, name, f(r["ms"], 4), f(r["gbs"], 0), pc(r["pct_bw"]), f(g, 0), pc(p)])
+    return table(["#", "version", "ms", "own GB/s", "% HBM", "1R+1W GB/s", "% HBM"], rows)
+
+
+def r_softmax_default(a, ctx):
+    return source(a, ["lessons.csv"]) + "\n\n" + l02_table(a, L02_DEFAULT)
+
+
+def r_softmax_long(a, ctx):
+    return source(a, ["lessons.csv"]) + "\n\n" + l02_table(a, L02_LONG)
+
+
+def l02_peer(a, impl, shape):
+    rows, cols = l02_rc(shape)
+    return a.peer(2, impl, rows=rows, cols=cols)
+
+
+def r_softmax_peers(a, ctx):
+    if not a.peers:
+        return source(a, ["peers.csv"]) + "\n\nPeer figures: " + NO_PEERS + "."
+    rows = []
+    for label, impl in (("torch.softmax", r"torch\.softmax"), ("version 5", r"lesson02\.v5-.*"),
+                        ("version 6", r"lesson02\.v6-.*"), ("version 7", r"lesson02\.v7-.*")):
+        row = [label]
+        for shape in (L02_DEFAULT, L02_LONG):
+            p = l02_peer(a, impl, shape)
+            row += [f(p and p["ms"], 4), f(p and p["gbs"], 0), pc(p and p["pct_hbm"])]
+        rows.append(row)
+    return source(a, ["peers.csv"]) + "\n\n" + table(
+        ["", "16384 x 4096: ms", "GB/s", "% HBM", "4096 x 32768: ms", "GB/s", "% HBM"], rows)
+
+
+def l02_best(a, shape):
+    best = None
+    for v in L02_VERSIONS:
+        r = a.one(2, v, **shape)
+        if r is None:
+            continue
+        g, p = l02_1r1w(a, r)
+        if p is not None and (best is None or p > best[1]):
+            best = (v, p, r)
+    return best
+
+
+def r_softmax_targets(a, ctx):
+    parts = []
+    for shape, label, target in ((L02_DEFAULT, "16384 x 4096", 85), (L02_LONG, "4096 x 32768", 80)):
+        b = l02_best(a, shape)
+        if b is None:
+            parts.append(f"At least {target}% of HBM for the best version on {label}: {NO_RUN}.")
+            continue
+        v, p, _ = b
+        pp = l02_peer(a, rf"lesson02\.v{v}-.*", shape)
+        extra = f"; {pp['pct_hbm']:.1f}% in the peer script" if pp and pp["pct_hbm"] else ""
+        parts.append(f"At least {target}% of HBM for the best version on {label}: "
+                     f"{'met' if p >= target else 'not met'} (version {v}: {p:.1f}% in the lesson's "
+                     f"table{extra}).")
+    if a.peers:
+        figs, ok = [], True
+        for shape in (L02_DEFAULT, L02_LONG):
+            b = l02_best(a, shape)
+            t = l02_peer(a, r"torch\.softmax", shape)
+            mine = l02_peer(a, rf"lesson02\.v{b[0]}-.*", shape) if b else None
+            if not (t and mine):
+                ok = None
+                continue
+            figs.append((b[0], mine["ms"], t["ms"]))
+            ok = ok and mine["ms"] <= t["ms"]
+        if figs and ok is not None:
+            parts.append("Not slower than `torch.softmax`: " + ("met on both shapes" if ok else
+                         "not met on both shapes") + " (in one process " +
+                         ", and ".join(f"version {v} {m:.4f} against {t:.4f} ms" for v, m, t in figs)
+                         + ": " + " and ".join(f"{t / m:.2f}x" for _, m, t in figs) + ").")
+        else:
+            parts.append("Not slower than `torch.softmax`: the peer file lacks these shapes.")
+    else:
+        parts.append("Not slower than `torch.softmax`: peer figures " + NO_PEERS + ".")
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\nTargets. " + " ".join(parts)
+
+
+def r_softmax_v8(a, ctx):
+    d, dec = a.one(2, 8, **L02_DEFAULT), a.one(2, 8, **L02_DECODE)
+    parts = []
+    if d:
+        parts.append(f"Version 8 (attention, default shape 1 x 16 x 1024 x 4096, head dim 64): "
+                     f"{d['ms']:.3f} ms, {d['tflops']:.2f} TFLOP/s ({pc(d['pct_flops'])} of the fp32 "
+                     f"peak)")
+    if dec:
+        parts.append(f"decode, 64 sequences x 32 heads (8 KV heads), 8192 keys, head dim 128: "
+                     f"{dec['ms']:.3f} ms, {dec['gbs']:.0f} GB/s ({dec['pct_bw']:.1f}% of HBM) on the "
+                     f"{dec['gbs'] * dec['ms']:.1f} MB of Q, K, V, O and LSE it has to move")
+    if not parts:
+        return source(a, ["lessons.csv"]) + "\n\nVersion 8: " + NO_RUN
+    return source(a, ["lessons.csv"]) + "\n\n" + "; ".join(parts) + "."
+
+
+def r_softmax_steps(a, ctx):
+    D = {v: a.one(2, v, **L02_DEFAULT) for v in L02_VERSIONS}
+    L = {v: a.one(2, v, **L02_LONG) for v in L02_VERSIONS}
+    if any(D[v] is None for v in L02_VERSIONS):
+        return source(a, ["lessons.csv"]) + "\n\nThe default shape: " + NO_RUN
+
+    def word(x, y):
+        return "slower than" if x > y else "faster than" if x < y else "as fast as"
+    d21 = rel(D[2]["ms"], D[1]["ms"])
+    s = (f"In this run, on 16384 x 4096: versions 1 and 2 reach {D[1]['gbs']:.0f} and "
+         f"{D[2]['gbs']:.0f} GB/s of their own traffic ({D[1]['pct_bw']:.1f}% and "
+         f"{D[2]['pct_bw']:.1f}% of HBM), and version 2 is {abs(d21):.0f}% "
+         f"{'slower' if d21 > 0 else 'faster'} than version 1; version 3 is "
+         f"{D[2]['ms'] / D[3]['ms']:.1f}x as fast as version 2, "
+         f"version 4 another {D[3]['ms'] / D[4]['ms']:.1f}x, and version 4's own figure is "
+         f"{D[4]['pct_bw']:.1f}% of HBM; version 5 is {word(D[5]['ms'], D[4]['ms'])} version 4 "
+         f"({D[5]['ms']:.4f} against {D[4]['ms']:.4f} ms).")
+    if L[4] and L[5]:
+        s += (f" On 4096 x 32768 version 5 is {word(L[5]['ms'], L[4]['ms'])} version 4 "
+              f"({L[5]['ms']:.4f} against {L[4]['ms']:.4f} ms).")
+    if L[6] and L[7]:
+        g6d, p6d = l02_1r1w(a, D[6])
+        g6l, p6l = l02_1r1w(a, L[6])
+        w1, w2 = word(D[7]["ms"], D[6]["ms"]), word(L[7]["ms"], L[6]["ms"])
+        s += (f" Version 6 reaches {p6d:.1f}% of HBM on 16384 x 4096 and {p6l:.1f}% on "
+              f"4096 x 32768 ({D[6]['ms']:.4f} and {L[6]['ms']:.4f} ms, against the floors of 112 "
+              f"and 224 us at 4.8 TB/s); version 7 takes {D[7]['ms']:.4f} and {L[7]['ms']:.4f} ms, "
+              + (f"{w1} version 6 on both shapes." if w1 == w2 else
+                 f"{w1} version 6 on the first shape and {w2} it on the second."))
+    t1, t2 = l02_peer(a, r"torch\.softmax", L02_DEFAULT), l02_peer(a, r"torch\.softmax", L02_LONG)
+    if t1 and t2:
+        s += (f" `torch.softmax` moves the same bytes at {t1['pct_hbm']:.1f}% and "
+              f"{t2['pct_hbm']:.1f}% of HBM (peer script).")
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\n" + s
+
+
+# ---- Lesson 03 ---------------------------------------------------------------------------------
+
+# Lesson 03's CPU model (./run --cpu --seq N, batch 1, 16 heads, d 64): the HBM bytes Algorithm 1
+# requests with the kernel's tiles, for fa1 and for fa1-qgroups (K and V re-read per group). These are
+# model counts, not measurements.
+L03_MODEL_GB = {4096: (1.028, 1.263), 16384: (15.415, 16.355)}
+
+
+def standard_paper_bytes(n, d, heads):
+    """The paper's count for standard attention, 4Nd + 4N^2 elements per head, fp32."""
+    return 4.0 * heads * (4.0 * n * d + 4.0 * n * n)
+
+
+def gbmb(r, w):
+    t = r + w
+    u, name = (1e9, "GB") if t >= 1e9 else (1e6, "MB")
+    return f"{r / u:.2f} + {w / u:.2f} = {t / u:.2f} {name}"
+
+
+def l03_dram(a, seq):
+    """{'naive': (r, w, per-kernel list), 'fused-row': (r, w), ...} from ncu.txt, for one seq."""
+    out = {}
+    run = a.ncu_run(1, 15, seq)
+    if run:
+        ks = []
+        for pat in ("l01_qk", "l01_softmax", "l01_pv"):
+            r, w = run.metric(pat, "dram__bytes_read.sum"), run.metric(pat, "dram__bytes_write.sum")
+            if r is None or w is None:
+                ks = None
+                break
+            ks.append((r, w))
+        if ks:
+            out["naive"] = (sum(k[0] for k in ks), sum(k[1] for k in ks), ks)
+    for v, name, pat in ((1, "fused-row", "fused_row"), (2, "fa1", "fa1"), (3, "fa1-qgroups", "fa1")):
+        run = a.ncu_run(3, v, seq)
+        if run:
+            r, w = run.metric(pat, "dram__bytes_read.sum"), run.metric(pat, "dram__bytes_write.sum")
+            if r is not None and w is not None:
+                out[name] = (r, w)
+    return out
+
+
+def r_dram(a, ctx):
+    model = {n: (L03_MODEL_GB[n][0], L03_MODEL_GB[n][1], standard_paper_bytes(n, 64, 16) / 1e9)
+             for n in L03_MODEL_GB}
+    src = source(a, ["ncu.txt"])
+    data = {n: l03_dram(a, n) for n in L03_MODEL_GB}
+    if not a.ncu or not any(data.values()):
+        return (src + "\n\nDRAM bytes from Nsight Compute: " + NO_NCU + ". The model, for "
+                "comparison (fa1 / fa1-qgroups / standard): " +
+                "; ".join(f"{m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} GB at seq {n}"
+                          for n, m in model.items()) + ".")
+    rows = []
+    for n, d in data.items():
+        m = model[n]
+        rows.append([n, gbmb(*d["naive"][:2]) if "naive" in d else "not profiled"] +
+                    [gbmb(*d[k]) if k in d else "not profiled"
+                     for k in ("fused-row", "fa1", "fa1-qgroups")] +
+                    [f"{m[0]:.3f} / {m[1]:.3f} / {m[2]:.3f} GB"])
+    out = [src, "", table(["seq (batch 1, 16 heads, d 64)", "lesson 1 naive (its 3 kernels)",
+                           "fused-row", "fa1", "fa1-qgroups",
+                           "model: fa1 / fa1-qgroups / standard"], rows), ""]
+    d4 = data.get(4096, {})
+    if "naive" in d4:
+        ks = d4["naive"][2]
+        out.append("(Each cell is read + written; the naive cells add the three kernels' figures: at "
+                   f"seq 4096 S = QKᵀ {ks[0][0] / 1e9:.3f} + {ks[0][1] / 1e9:.3f} GB, softmax "
+                   f"{ks[1][0] / 1e9:.3f} + {ks[1][1] / 1e9:.3f} GB, PV {ks[2][0] / 1e9:.3f} + "
+                   f"{ks[2][1] / 1e9:.3f} GB.)")
+        out.append("")
+    bullets = []
+    nv = [(n, sum(data[n]["naive"][:2]), naive_model_bytes(att(1, 16, n, 64)))
+          for n in data if "naive" in data[n]]
+    if nv:
+        bullets.append("Lesson 1's naive attention: " + "; ".join(
+            f"{t / 1e9:.2f} GB against its model's {m / 1e9:.3f} GB at seq {n}" for n, t, m in nv)
+            + ".")
+    fa = [(n, sum(data[n]["fa1"]), model[n][0]) for n in data if "fa1" in data[n]]
+    if fa:
+        bullets.append("fa1: " + "; ".join(
+            f"{t / 1e9:.3f} GB against the model's {m:.3f} GB at seq {n} (measured / model "
+            f"{t / 1e9 / m:.2f})" for n, t, m in fa) + "." + (
+            f" At seq 4096 the naive attention moves {sum(d4['naive'][:2]) / sum(d4['fa1']):.0f} "
+            f"times as much as fa1 (the model: {model[4096][2] / model[4096][0]:.1f})."
+            if "naive" in d4 and "fa1" in d4 else ""))
+    qg = [(n, sum(data[n]["fa1-qgroups"]) - sum(data[n]["fa1"]), model[n][1] - model[n][0])
+          for n in data if "fa1" in data[n] and "fa1-qgroups" in data[n]]
+    if qg:
+        bullets.append("fa1-qgroups over fa1: " + "; ".join(
+            f"{e / 1e6:+.0f} MB at seq {n} against the model's {m:+.3f} GB" for n, e, m in qg) + ".")
+    if "fused-row" in d4:
+        r, w = d4["fused-row"]
+        o = 4.0 * 16 * 4096 * 64
+        bullets.append(f"fused-row at seq 4096: {r / 1e6:.2f} MB read and {w / 1e6:.2f} MB written "
+                       f"(O alone is {o / 1e6:.1f} MB).")
+    out += [f"- {b}" for b in bullets]
+    return "\n".join(out).rstrip()
+
+
+L03_SEQS = (1024, 2048, 4096, 8192, 16384, 65536)
+L03_NAMES = {1: "fused-row", 2: "fa1", 3: "fa1-qgroups"}
+
+
+def l03_fp32_peak(a):
+    for r in a.rows(3, timed=True):
+        if r["pct_flops"]:
+            return r["tflops"] / r["pct_flops"] * 100.0
+    return None
+
+
+def naive_cell(a, shape):
+    r = a.one(1, 15, **shape)
+    if r:
+        return f(r["ms"], 4), r
+    rs = a.rows(1, 15, **shape)
+    if rs:
+        return esc(f"{rs[0]['status']}: {rs[0]['note'] or 'not timed'}"), None
+    return "not run at this shape", None
+
+
+def r_fa1_seq(a, ctx):
+    rows = []
+    for n in L03_SEQS:
+        s = att(1, 16, n, 64)
+        cells = [naive_cell(a, s)[0]]
+        rs = {v: a.one(3, v, **s) for v in L03_NAMES}
+        if not any(rs.values()) and cells[0] == "not run at this shape":
+            rows.append([n, NO_RUN, "", "", "", ""])
+            continue
+        cells += [f(rs[v] and rs[v]["ms"], 4) if rs[v] else "not run" for v in L03_NAMES]
+        q = rs[3]
+        cells.append(f"{q['tflops']:.2f} ({f(q['pct_flops'])} %)" if q else "")
+        rows.append([n] + cells)
+    return source(a, ["lessons.csv"]) + "\n\n" + table(
+        ["seq", "lesson 1 naive (ms)", "fused-row (ms)", "fa1 (ms)", "fa1-qgroups (ms)",
+         "fa1-qgroups TFLOP/s (% fp32 peak)"], rows)
+
+
+def r_fa1_ratios(a, ctx):
+    rows = []
+    for n in L03_SEQS:
+        s = att(1, 16, n, 64)
+        nv = a.one(1, 15, **s)
+        fr, fa, qg = (a.one(3, v, **s) for v in (1, 2, 3))
+        if not any((fr, fa, qg)):
+            continue
+
+        def x(slow, fast):
+            return xs(ratio(slow and slow["ms"], fast and fast["ms"]))
+        rows.append([n, x(nv, qg), x(fr, qg), x(fa, qg), x(fr, fa), x(nv, fa), x(nv, fr),
+                     f(fr and fr["tflops"], 2), f(qg and qg["tflops"], 2)])
+    out = [source(a, ["lessons.csv"]), "",
+           "Each ratio: how many times as fast as the other (the other's time over this one's; "
+           "below 1 is slower).", "",
+           table(["seq", "fa1-qgroups vs naive", "fa1-qgroups vs fused-row", "fa1-qgroups vs fa1",
+                  "fa1 vs fused-row", "fa1 vs naive", "fused-row vs naive", "fused-row TFLOP/s",
+                  "fa1-qgroups TFLOP/s"], rows)]
+    q = a.one(3, 3, **att(1, 16, 4096, 64))
+    peak = l03_fp32_peak(a)
+    if q and peak:
+        floor = 4.0 * 16 * 4096 * 4096 * 64 / (peak * 1e12) * 1e3
+        out += ["", f"At seq 4096 the best version, fa1-qgroups, takes {q['ms']:.2f} ms against the "
+                f"{floor:.2f} ms floor: {q['tflops']:.2f} TFLOP/s, {f(q['pct_flops'])} % of the fp32 "
+                f"CUDA-core peak."]
+    return "\n".join(out)
+
+
+def r_fa1_65536(a, ctx):
+    s = att(1, 16, 65536, 64)
+    parts = []
+    nv = a.rows(1, 15, **s)
+    if nv:
+        parts.append(f"lesson 1 at this shape: {nv[0]['status']}, \"{nv[0]['note']}\"" if nv[0]["note"]
+                     else f"lesson 1 at this shape: {nv[0]['status']}")
+    q, q4 = a.one(3, 3, **s), a.one(3, 3, **att(1, 16, 4096, 64))
+    if q:
+        t = (f"fa1-qgroups ran it in {q['ms']:.1f} ms (check: {q['status']} on sampled rows), at "
+             f"{q['tflops']:.2f} TFLOP/s")
+        if q4:
+            t += (f"; that is {q['ms'] / q4['ms']:.0f} times its seq-4096 time for 256 times the "
+                  f"work (seq 4096: {q4['tflops']:.2f} TFLOP/s)")
+        parts.append(t)
+    else:
+        parts.append("fa1-qgroups at seq 65536: " + NO_RUN)
+    return source(a, ["lessons.csv"]) + "\n\nIn this run, " + "; ".join(parts) + "."
+
+
+def r_fa1_shapes(a, ctx):
+    shapes = (("16 heads, d 128", att(1, 16, 4096, 128)),
+              ("16 heads, d 64, causal", att(1, 16, 4096, 64, 1)),
+              ("32 query / 4 KV heads, seq_q 1024, seq_kv 4096, d 128, causal",
+               att(1, 32, 1024, 128, 1, kvh=4, skv=4096)))
+    rows = []
+    for label, s in shapes:
+        rows.append([label, naive_cell(a, s)[0]] +
+                    [f(a.one(3, v, **s) and a.one(3, v, **s)["ms"], 4) if a.one(3, v, **s) else NO_RUN
+                     for v in L03_NAMES])
+    out = [source(a, ["lessons.csv"]), "",
+           table(["shape", "lesson 1 naive", "fused-row", "fa1", "fa1-qgroups"], rows)]
+    d128q, d128n = a.one(3, 3, **att(1, 16, 4096, 128)), a.one(1, 15, **att(1, 16, 4096, 128))
+    cq, fq = a.one(3, 3, **att(1, 16, 4096, 64, 1)), a.one(3, 3, **att(1, 16, 4096, 64))
+    cn, fn = a.one(1, 15, **att(1, 16, 4096, 64, 1)), a.one(1, 15, **att(1, 16, 4096, 64))
+    s = []
+    if d128q and d128n:
+        s.append(f"At d 128 fa1-qgroups takes {d128q['ms']:.4f} ms against the naive attention's "
+                 f"{d128n['ms']:.4f} ms.")
+    if cq and fq:
+        t = (f"Causal, fa1-qgroups runs {fq['ms'] / cq['ms']:.2f} x as fast as its unmasked run "
+             f"({cq['ms']:.4f} against {fq['ms']:.4f} ms)")
+        if cn and fn:
+            t += f"; the naive attention takes {cn['ms']:.4f} ms against {fn['ms']:.4f} ms"
+        s.append(t + ".")
+    if s:
+        out += ["", " ".join(s)]
+    return "\n".join(out)
+
+
+# ---- Lesson 04 ---------------------------------------------------------------------------------
+
+L04_NAMES = {1: "splitk-f32", 2: "splitq-f32", 3: "mma-bf16", 4: "swizzle-bf16", 5: "cpasync-bf16",
+             6: "causal-bf16", 7: "tiles-bf16"}
+
+
+def l04_shape(dim, causal):
+    return att(4, 16 if dim == 128 else 32, 4096, dim, causal)
+
+
+def l04(a, v, dim, causal):
+    return a.one(4, v, **l04_shape(dim, causal))
+
+
+def l04_t(a, v, dim, causal):
+    r = l04(a, v, dim, causal)
+    return r["tflops"] if r else None
+
+
+def r_l04_setup(a, ctx):
+    sw = a.software()
+    s = ("Numbers from `lesson-4` (lessons.csv) and `bench/lesson04_peers.py` (peers.csv" +
+         (f": {sw}). " if sw else f"). Peer figures: {NO_PEERS}. ") +
+         "Each table's figure is the first run of its shape in the archive. " +
+         noise_sentence(a, 4))
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\n" + s
+
+
+def r_l04_table(a, ctx):
+    cols = ((128, 0), (128, 1), (64, 0), (64, 1))
+    rows = []
+    for v, name in L04_NAMES.items():
+        cells = []
+        for dim, c in cols:
+            r = l04(a, v, dim, c)
+            if r is None:
+                cells.append("-")
+                continue
+            t = f"{r['tflops']:.1f}"
+            if c == 0 and (v in (1, 2) and dim == 128 or v == 7) and r["pct_flops"] is not None:
+                t += f" ({r['pct_flops']:.0f}%{' fp32' if v < 3 else ''})"
+            cells.append(f"**{t}**" if v == 7 else t)
+        bought = ""
+        if v > 1:
+            b1 = ratio(l04_t(a, v, 128, 0), l04_t(a, v - 1, 128, 0))
+            b2 = ratio(l04_t(a, v, 64, 0), l04_t(a, v - 1, 64, 0))
+            bought = f"{xs(b1)} / {xs(b2)}"
+            if v == 6:
+                c1 = ratio(l04_t(a, 6, 128, 1), l04_t(a, 5, 128, 1))
+                c2 = ratio(l04_t(a, 6, 64, 1), l04_t(a, 5, 64, 1))
+                bought += f" (causal {xs(c1)} / {xs(c2)})"
+        rows.append([v, name] + cells + [bought])
+    out = [source(a, ["lessons.csv"]), "",
+           table(["#", "version", "dim 128 (16 heads)", "causal", "dim 64 (32 heads)", "causal",
+                  "bought (dim 128 / 64, not causal)"], rows), ""]
+    rs = [r for dim, c in cols for r in a.rows(4, **l04_shape(dim, c))]
+    bad = [r for r in rs if r["status"] != "PASS"]
+    bf = [r for r in rs if r["dtype"] == "bf16" and r["max_abs"] is not None]
+    fp = [r["max_abs"] for r in rs if r["dtype"] == "fp32" and r["max_abs"] is not None]
+    if rs:
+        s = ("Every version passes its check" if not bad else
+             f"{len(bad)} of {len(rs)} runs did not pass their check ("
+             + ", ".join(f"version {r['version']}: {r['status']}" for r in bad[:4]) + ")")
+        if bf and fp:
+            s += (f": bf16 max-abs error {max(r['max_abs'] for r in bf if not r['causal']):.1e} "
+                  f"({max(r['max_abs'] for r in bf if r['causal']):.1e} causal) against a "
+                  f"double-precision reference, fp32 {min(fp):.1e} to {max(fp):.1e}")
+        out.append(s + ".")
+    return "\n".join(out)
+
+
+def r_l04_predicted(a, ctx):
+    def r(v, w, c=0):
+        return ratio(l04_t(a, v, 128, c), l04_t(a, w, 128, c)), \
+            ratio(l04_t(a, v, 64, c), l04_t(a, w, 64, c))
+
+    def pct2(p):
+        return " / ".join("-" if x is None else f"{100 * (x - 1):.0f}%" for x in p)
+
+    def x2(p):
+        return " / ".join("-" if x is None else f"{x:.2f}x" for x in p)
+    c65 = r(6, 5, 1)
+    f76 = r(7, 6)
+    as_pred_c = all(x is not None and 1.8 <= x <= 2.05 for x in c65)
+    as_pred_7 = f76[0] is not None and f76[1] is not None and abs(f76[0] - 1) <= 0.01 and \
+        0.02 <= f76[1] - 1 <= 0.06
+    rows = [
+        ["2 vs 1", "0-10%", pct2(r(2, 1)), "split-K's per-warp partial O rows: 239 registers per "
+         "thread at dim 128 vs 128, half the resident blocks"],
+        ["3 vs 2", "5-10x", x2(r(3, 2)), "8-way bank conflicts on every ldmatrix, synchronous loads"],
+        ["4 vs 3", "10-30%", x2(r(4, 3)), "the conflicts were the bottleneck, not a side cost"],
+        ["5 vs 4", "20-40%", x2(r(5, 4)), "two blocks per SM were not enough to hide version 4's "
+         "load stalls"],
+        ["6 vs 5, causal", "1.8-2x", x2(c65), "as predicted" if as_pred_c else
+         "outside the predicted range"],
+        ["6 vs 5, full", "a few %", pct2(r(6, 5)), "version 5 compared every score with the mask "
+         "even when nothing is masked"],
+        ["7 vs 6", "dim 64 3-5%, dim 128 0", pct2(f76), "as predicted" if as_pred_7 else
+         "outside the predicted range"],
+    ]
+    return source(a, ["lessons.csv"]) + "\n\n" + table(
+        ["version", "predicted", "measured (dim 128 / dim 64)", "why it differed"], rows)
+
+
+L04_KERNELS = ((3, "3 mma (unswizzled)", "mma_kernel"), (4, "4 swizzle", "swizzle_kernel"),
+               (5, "5 cpasync", "cpasync_kernel"), (6, "6 causal", "causal_kernel"),
+               (7, "7 tiles", "tiles_kernel"))
+M_CONF = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+M_WAVE = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"
+M_LDSM = "smsp__inst_executed_op_ldsm.sum"
+
+
+def r_l04_banks(a, ctx):
+    run = a.ncu_run(4, None, 2048)
+    src = source(a, ["ncu.txt"])
+    if run is None:
+        return src + "\n\nBank-conflict counters: " + NO_NCU + "."
+
+    def n(x):
+        return "-" if x is None else f"{x:,.0f}"
+    rows, vals = [], {}
+    for v, label, pat in L04_KERNELS:
+        c, w, l = run.metric(pat, M_CONF), run.metric(pat, M_WAVE), run.metric(pat, M_LDSM)
+        vals[v] = (c, w, l)
+        rows.append([label, n(c), n(w), n(l)])
+    out = [src, "", table(["kernel", f"`{M_CONF}`", "shared-load wavefronts", "ldmatrix instructions"],
+                          rows)]
+    l = vals[4][2] or vals[3][2]
+    if l:
+        floor = 4 * l
+        sw = [vals[v][1] / floor for v in (4, 5, 6, 7) if vals[v][1]]
+        s = f"The floor: {l:,.0f} x 4 = {floor / 1e6:.2f} M wavefronts."
+        if sw:
+            s += f" The swizzled kernels take {min(sw):.3f}-{max(sw):.3f} x the floor"
+        if vals[3][1]:
+            s += f"; version 3 takes {vals[3][1] / floor:.2f} x it"
+        out += ["", s + "."]
+    return "\n".join(out)
+
+
+SDPA_VERSIONS = (3, 4, 5, 6, 7)
+
+
+def sdpa_rows(a):
+    out = []
+    for dim in (64, 128):
+        for c in (0, 1):
+            seqs = sorted({r["seq_q"] for r in a.peers if int(r["lesson"]) == 4 and
+                           r["dim"] == dim and r["causal"] == c and r["seq_q"]})
+            for s in seqs:
+                kv = dict(dim=dim, causal=c, seq_q=s)
+                fl = a.peer(4, "sdpa-flash", **kv)
+                cu = a.peer(4, "sdpa-cudnn", **kv)
+                vs = {v: a.peer(4, rf"v{v}-.*", **kv) for v in SDPA_VERSIONS}
+                out.append((dim, c, s, fl, cu, vs))
+    return out
+
+
+def r_sdpa(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(4, "sdpa-flash"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    rows, bf, bc, mx = [], [], [], []
+    for dim, c, s, fl, cu, vs in sdpa_rows(a):
+        ts = [v["tflops"] for v in vs.values() if v and v["tflops"]]
+        best = max(ts) if ts else None
+        mx += [v["max_abs"] for v in vs.values() if v and v["max_abs"] is not None]
+        b_f = ratio(best, fl and fl["tflops"])
+        b_c = ratio(best, cu and cu["tflops"])
+        if s >= 2048:
+            if b_f:
+                bf.append(b_f)
+            if b_c:
+                bc.append(1 / b_c)
+        rows.append([dim, "yes" if c else "no", seq_label(s), f(fl and fl["tflops"]),
+                     f(cu and cu["tflops"])] + [f(vs[v] and vs[v]["tflops"]) for v in SDPA_VERSIONS]
+                    + [f(b_f, 2), f(b_c, 2)])
+    out = [src, "", table(["dim", "causal", "seq", "flash", "cuDNN"] +
+                          [f"v{v}" for v in SDPA_VERSIONS] + ["best / flash", "best / cuDNN"], rows),
+           ""]
+    s = []
+    if mx:
+        s.append(f"Every output of versions 3-7 matched flash's within {max(mx):.1e} max-abs.")
+    if bf:
+        s.append(f"From seq 2k to 16k the best version is {span(min(bf), max(bf), 2)}x "
+                 f"FlashAttention-2 at both head dimensions, causal and not.")
+    if bc:
+        s.append(f"cuDNN's rate there is {span(min(bc), max(bc), 1)}x the best version's.")
+    out.append(" ".join(s))
+    return "\n".join(out).rstrip()
+
+
+def r_floors(a, ctx):
+    v7 = l04(a, 7, 128, 0)
+    g = a.peer(4, r"torch\.matmul")
+    flops = 4.0 * 4 * 16 * 4096 * 4096 * 128
+    parts = []
+    if g:
+        parts.append(f"At the {g['tflops']:.0f} TFLOP/s that cuBLAS reaches on a {g['rows']}³ bf16 "
+                     f"GEMM in this run (`torch.matmul`) the flops take "
+                     f"{flops / (g['tflops'] * 1e12) * 1e3:.2f} ms.")
+    else:
+        parts.append("The cuBLAS GEMM rate: " + NO_PEERS + ".")
+    if v7:
+        t = f"Version 7 takes {v7['ms']:.2f} ms ({v7['tflops']:.0f} TFLOP/s)"
+        if g:
+            t += f", {100 * v7['tflops'] / g['tflops']:.0f}% of the GEMM rate,"
+        t += f" and moves bytes at {v7['pct_bw']:.1f}% of HBM."
+        parts.append(t)
+    else:
+        parts.append("Version 7: " + NO_RUN + ".")
+    return source(a, ["lessons.csv", "peers.csv"]) + "\n\n" + " ".join(parts)
+
+
+def r_q_outer(a, ctx):
+    probs = (("128 query rows × 16384 keys, 1 head", att(1, 1, 128, 128, skv=16384)),
+             ("16384 rows × 16384 keys, 1 head", att(1, 1, 16384, 128)),
+             ("16384 rows × 16384 keys, 16 heads", att(1, 16, 16384, 128)))
+    rows = []
+    for label, s in probs:
+        r = a.one(4, 7, **s)
+        blocks = s["batch"] * s["heads"] * -(-s["seq_q"] // 128)
+        if r is None:
+            rows.append([label, blocks, NO_RUN])
+            continue
+        t = f"{r['ms']:.3f} ms"
+        if s["heads"] > 1:
+            t += f" ({r['tflops']:.0f} TFLOP/s)"
+        rows.append([label, blocks, t])
+    return source(a, ["lessons.csv"]) + "\n\n" + table(["problem", "blocks", "time"], rows)
+
+
+def r_causal_measured(a, ctx):
+    c = (ratio(l04_t(a, 6, 128, 1), l04_t(a, 5, 128, 1)), ratio(l04_t(a, 6, 64, 1), l04_t(a, 5, 64, 1)))
+    n = (ratio(l04_t(a, 6, 128, 0), l04_t(a, 5, 128, 0)), ratio(l04_t(a, 6, 64, 0), l04_t(a, 5, 64, 0)))
+    if None in c or None in n:
+        return source(a, ["lessons.csv"]) + "\n\nVersions 5 and 6 at batch 4, seq 4096: " + NO_RUN
+    return (source(a, ["lessons.csv"]) + "\n\n" +
+            f"Measured at batch 4, seq 4096: causal, version 6 is {c[0]:.2f}x (dim 128) and "
+            f"{c[1]:.2f}x (dim 64) version 5's rate; not causal, where nothing is skipped, "
+            f"{100 * (n[0] - 1):.0f}% and {100 * (n[1] - 1):.0f}% faster: the cost of version 5's "
+            f"element-wise mask.")
+
+
+def r_causal_queue(a, ctx):
+    rows = []
+    for heads in (1, 16):
+        s = att(1, heads, 16384, 128)
+        full, cau = a.one(4, 6, **s), a.one(4, 6, **dict(s, causal=1))
+        blocks = heads * 16384 // 128
+        if not (full and cau):
+            rows.append([f"{heads} head{'s' if heads > 1 else ''}", blocks, NO_RUN, "", ""])
+            continue
+        rows.append([f"{heads} head{'s' if heads > 1 else ''}", blocks, f"{full['ms']:.3f}",
+                     f"{cau['ms']:.3f}", xs(full["ms"] / cau["ms"])])
+    return source(a, ["lessons.csv"]) + "\n\n" + table(
+        ["version 6, dim 128, batch 1, seq 16384", "blocks", "not causal, ms", "causal, ms",
+         "not causal / causal"], rows)
+
+
+def r_sanitizers(a, ctx):
+    binary = f"test_lesson{ctx['lesson']:02d}_gpu"
+    if not a.log:
+        return (source(a, ["gpu-suite.log"]) + "\n\ncompute-sanitizer on `" + binary + "`: not in "
+                "this archive (run `scripts/gpu-suite.sh sanitize`).")
+    found = []
+    for title, lines in a.log["sections"]:
+        m = re.match(r"compute-sanitizer --tool (\w+) (\S+)$", title)
+        if not m or m.group(2) != binary:
+            continue
+        summ = [ln.strip("= ").strip() for ln in lines if "SUMMARY" in ln]
+        fail = [ln.strip() for ln in lines if re.match(rf"\s+{m.group(1)} on {binary}: exit", ln)]
+        res = "; ".join(summ[-2:]) if summ else "no summary line"
+        if fail:
+            res += f" ({fail[0]})"
+        found.append(f"{m.group(1)}: {res}")
+    if not found:
+        return (source(a, ["gpu-suite.log"]) + "\n\ncompute-sanitizer on `" + binary + "`: not in "
+                "this archive (run `scripts/gpu-suite.sh sanitize`).")
+    return source(a, ["gpu-suite.log"]) + "\n\n" + "\n".join(
+        f"- `{binary}`, {x}" for x in found)
+
+
+# ---- Top README --------------------------------------------------------------------------------
+
+def r_headline(a, ctx):
+    st = {}
+    for r in a.lessons:
+        st[r["status"]] = st.get(r["status"], 0) + 1
+    bad = sum(v for k, v in st.items() if k not in ("PASS", "skipped", "unchecked"))
+    skipped = f", {st['skipped']} skipped with the reason in their note" if st.get("skipped") else ""
+    check = (f"Every version run in this archive passed its check ({st.get('PASS', 0)} rows PASS"
+             f"{skipped})." if not bad else
+             f"{bad} rows of this archive did not pass their check: see lessons.csv.")
+    rows = []
+    # 01
+    r16, cp, sm, s32 = l01(a, "read16"), l01(a, "copy16"), l01(a, "row"), l01(a, "stride32")
+    if r16 and cp and sm and s32:
+        peak = l01_hbm_peak(a)
+        rows.append(["01", f"HBM read {r16['gbs'] / 1000:.2f} TB/s ({r16['pct_bw']:.1f}% of "
+                     f"{peak / 1000:.2f} TB/s, clock x bus width); copy {cp['gbs'] / 1000:.2f} TB/s; "
+                     f"shared memory {sm['gbs'] / 1000:.2f} TB/s ({sm['pct_bw']:.1f}% of SMs x 128 B "
+                     f"x clock); 32-way bank conflict {s32['ms'] / sm['ms']:.2f}x slower (32x "
+                     f"predicted)", copy_verdict(a, short=True)])
+    # 02
+    d6, l6 = a.one(2, 6, **L02_DEFAULT), a.one(2, 6, **L02_LONG)
+    if d6 and l6:
+        t, m = l02_peer(a, r"torch\.softmax", L02_DEFAULT), l02_peer(a, r"lesson02\.v6-.*",
+                                                                      L02_DEFAULT)
+        peer = (f"`torch.softmax` {t['ms']:.3f} ms, version 6 {m['ms']:.3f} ms "
+                f"({t['ms'] / m['ms']:.2f}x), 16384 x 4096 in one process" if t and m else
+                "peer figures: " + NO_PEERS)
+        rows.append(["02", f"one-pass online softmax, row in registers (version 6): "
+                     f"{l02_1r1w(a, d6)[1]:.1f}% of HBM on 16384 x 4096 fp32, "
+                     f"{l02_1r1w(a, l6)[1]:.1f}% on 4096 x 32768", peer])
+    # 03
+    q4, n4 = a.one(3, 3, **att(1, 16, 4096, 64)), a.one(1, 15, **att(1, 16, 4096, 64))
+    q64 = a.one(3, 3, **att(1, 16, 65536, 64))
+    if q4:
+        h = "FlashAttention-1, tiled and parallel over Q-tile groups (version 3)"
+        if q64:
+            h += f": runs seq 65536 ({q64['ms']:.0f} ms; S would need 256 GiB)"
+        h += f"; {q4['tflops']:.1f} TFLOP/s fp32 at seq 4096"
+        if n4:
+            h += f", {n4['ms'] / q4['ms']:.2f}x the naive attention's speed"
+        rows.append(["03", h, "-"])
+    # 04
+    v128, v64 = l04(a, 7, 128, 0), l04(a, 7, 64, 0)
+    if v128 and v64:
+        if a.peers and a.peer(4, "sdpa-flash"):
+            bf, bc = [], []
+            for dim, c, s, fl, cu, vs in sdpa_rows(a):
+                ts = [v["tflops"] for v in vs.values() if v and v["tflops"]]
+                if s >= 2048 and ts and fl and cu:
+                    bf.append(max(ts) / fl["tflops"])
+                    bc.append(cu["tflops"] / max(ts))
+            peer = (f"{span(min(bf), max(bf), 2)}x SDPA's FlashAttention-2 backend at seq 2k-16k, "
+                    f"dim 64 and 128, causal and not; cuDNN (wgmma) reaches "
+                    f"{span(min(bc), max(bc), 1)}x the best version's rate: lesson 05") if bf \
+                else "peer figures: none at seq 2k-16k"
+        else:
+            peer = "peer figures: " + NO_PEERS
+        rows.append(["04", f"FlashAttention-2 with `mma.sync` (version 7): {v128['tflops']:.1f} TFLOP/s "
+                     f"at dim 128, {v64['tflops']:.1f} at dim 64 (batch 4, seq 4096)", peer])
+    return "\n".join([source(a, ["lessons.csv", "peers.csv"]), "", check, "",
+                      table(["lesson", "headline", "against PyTorch"], rows)])
+
+
+RENDERERS = {
+    "headline": r_headline,
+    "pyramid": r_pyramid, "host-link": r_host_link, "hbm": r_hbm, "l2": r_l2, "banks": r_banks,
+    "fma": r_fma, "naive-kernels": r_naive_kernels, "naive-floors": r_naive_floors,
+    "naive-causal": r_naive_causal, "naive-shapes": r_naive_shapes,
+    "softmax-setup": r_softmax_setup, "softmax-default": r_softmax_default,
+    "softmax-long": r_softmax_long, "softmax-peers": r_softmax_peers,
+    "softmax-targets": r_softmax_targets, "softmax-v8": r_softmax_v8,
+    "softmax-steps": r_softmax_steps,
+    "dram": r_dram, "fa1-seq": r_fa1_seq, "fa1-ratios": r_fa1_ratios, "fa1-65536": r_fa1_65536,
+    "fa1-shapes": r_fa1_shapes,
+    "l04-setup": r_l04_setup, "l04-table": r_l04_table, "l04-predicted": r_l04_predicted,
+    "l04-banks": r_l04_banks, "sdpa": r_sdpa, "floors": r_floors, "q-outer": r_q_outer,
+    "causal-measured": r_causal_measured, "causal-queue": r_causal_queue,
+    "sanitizers": r_sanitizers,
+}
+
+# ---- Regions -------------------------------------------------------------------------------------
+
+OPEN = re.compile(r"^<!-- results:([a-z0-9-]+) -->$")
+CLOSE = re.compile(r"^<!-- /results:([a-z0-9-]+) -->$")
+
+
+def readmes():
+    out = [os.path.join(ROOT, "README.md")]
+    out += sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md")))
+    return [p for p in out if os.path.exists(p)]
+
+
+def regenerate(path, text, a):
+    """The file's text with every region rewritten; raises ValueError on broken markers."""
+    m = re.match(r"lessons/0*(\d+)_", os.path.relpath(path, ROOT))
+    ctx = {"lesson": int(m.group(1)) if m else 0, "path": path}
+    lines = text.split("\n")
+    out, i = [], 0
+    rel_path = os.path.relpath(path, ROOT)
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        o = OPEN.match(line.strip())
+        if CLOSE.match(line.strip()):
+            raise ValueError(f"{rel_path}:{i + 1}: closing marker without an opening one")
+        if not o:
+            i += 1
+            continue
+        name = o.group(1)
+        j = i + 1
+        while j < len(lines) and not CLOSE.match(lines[j].strip()):
+            if OPEN.match(lines[j].strip()):
+                raise ValueError(f"{rel_path}:{j + 1}: region '{name}' is not closed before "
+                                 f"the next one opens")
+            j += 1
+        if j == len(lines) or CLOSE.match(lines[j].strip()).group(1) != name:
+            raise ValueError(f"{rel_path}:{i + 1}: region '{name}' has no matching "
+                             f"<!-- /results:{name} -->")
+        if name not in RENDERERS:
+            raise ValueError(f"{rel_path}:{i + 1}: no generator for region '{name}' "
+                             f"(known: {', '.join(sorted(RENDERERS))})")
+        out.extend(RENDERERS[name](a, ctx).rstrip("\n").split("\n"))
+        out.append(lines[j])
+        i = j + 1
+    return "\n".join(out)
+
+
+def newest_folder():
+    best = None
+    for d in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
+        full = os.path.join(RESULTS, d)
+        m = re.match(r"^.*-(\d{4}-\d{2}-\d{2})$", d)
+        if not (m and os.path.isdir(full) and os.path.exists(os.path.join(full, "lessons.csv"))):
+            continue
+        key = (m.group(1), d)
+        if best is None or key > best[0]:
+            best = (key, full)
+    if best is None:
+        raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv) under "
+                         "docs/results/")
+    return best[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folder", nargs="?", help="a results folder (default: the newest under "
+                    "docs/results/)")
+    ap.add_argument("--check", action="store_true", help="compare, do not write: print a unified "
+                    "diff of any drift and exit 1")
+    args = ap.parse_args()
+    a = Archive(args.folder or newest_folder())
+    drift = 0
+    for path in readmes():
+        with open(path, encoding="utf-8") as fh:
+            old = fh.read()
+        try:
+            new = regenerate(path, old, a)
+        except ValueError as e:
+            print(f"results-tables: {e}", file=sys.stderr)
+            return 2
+        if new == old:
+            continue
+        rel_path = os.path.relpath(path, ROOT)
+        if args.check:
+            drift += 1
+            try:
+                sys.stdout.writelines(difflib.unified_diff(
+                    old.splitlines(True), new.splitlines(True), f"a/{rel_path}", f"b/{rel_path}"))
+                sys.stdout.flush()
+            except BrokenPipeError:  # a pager or head that stopped reading
+                sys.stdout = None
+                return 1
+        else:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(new)
+            print(f"results-tables: rewrote {rel_path} from {a.rel}")
+    if args.check:
+        if drift:
+            print(f"\nresults-tables: {drift} README(s) out of sync with {a.rel}; run "
+                  f"scripts/results-tables.py {a.rel}", file=sys.stderr)
+            return 1
+        print(f"results-tables: every README region matches {a.rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
