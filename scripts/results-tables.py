@@ -459,12 +459,16 @@ def copy_verdict(a, short=False):
           if spread is not None else "the lesson's copy ran once, so no spread is known")
     if short:
         head = f"`copy_` {torch['gbs'] / 1000:.2f} TB/s"
+        if d >= 0 and spread is not None and d <= spread:
+            return f"{head}: the lesson's copy {d:+.2f}%, within its run-to-run spread ({spread:.2f}%)"
         if d >= 0:
             return f"{head}: the lesson's copy {d:+.2f}%"
         if spread is not None and -d <= spread:
             return f"{head}: a tie ({d:+.2f}%, within the copy's run-to-run spread of {spread:.2f}%)"
         return f"{head}: the lesson's copy {d:+.2f}% behind"
     fig = f"{lesson['gbs']:.1f} against {torch['gbs']:.1f} GB/s ({d:+.2f}%); {sp}"
+    if d >= 0 and spread is not None and d <= spread:
+        return "met, by no more than the run-to-run spread: " + fig + "."
     if d >= 0:
         return "met, " + fig + "."
     if spread is not None and -d <= spread:
