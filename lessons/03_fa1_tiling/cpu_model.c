@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_progress.h"
 #include "fa1_tiling.h"
 #include "tile_loops.h"
 
@@ -151,6 +152,11 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
     }
   }
 
+  /* A large shape can keep this loop busy for minutes: a progress line (on a terminal) says so. */
+  attn_progress pr;
+  attn_progress_begin(&pr, mem.dry ? "FA1 model, counting" : "FA1 model", "key tiles",
+                      (double)p->batch * p->heads * G * tc);
+  double tiles_done = 0.0;
   for (int b = 0; b < p->batch; ++b)
     for (int h = 0; h < p->heads; ++h) {
       const int g = h / (p->heads / p->kv_heads); /* GQA: the KV head of query head h */
@@ -175,6 +181,7 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
 
         for (int j = 0; j < tc; ++j) { /* step 5: key/value tiles, outer */
           const int c0 = fa1_tile_start(j, bc), nc = fa1_tile_end(j, bc, p->seq_kv) - c0;
+          attn_progress_update(&pr, ++tiles_done);
           /* Step 6: K_j, V_j to SRAM, once per j. */
           hbm_read_rows(&mem, L03_ARR_K, s.kj, cat(k, kv0 + c0 * kv_tok), kv_tok, nc, d);
           hbm_read_rows(&mem, L03_ARR_V, s.vj, cat(v, kv0 + c0 * kv_tok), kv_tok, nc, d);
@@ -217,6 +224,7 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
         }
       }
     }
+  attn_progress_end(&pr);
   free(m_hbm);
   free(l_hbm);
   sram_free(&s);
