@@ -47,6 +47,8 @@ typedef struct attn_args {
   int max_blocks;         /**< block-table columns */
   void *workspace;        /**< scratch of the size the version's workspace() asked for */
   size_t workspace_bytes; /**< its size */
+  int version;            /**< the version's 1-based number in its lesson's table */
+  const void *user;       /**< the version's attn_version::user */
 } attn_args;
 
 /** An attention launcher: enqueue the kernels on @p stream and return the first error. */
@@ -66,6 +68,8 @@ typedef struct attn_setup_ctx {
   const attn_problem *problem; /**< the shape */
   const attn_options *options; /**< seed, iterations, flags */
   const attn_device *device;   /**< the GPU */
+  int version;                 /**< the version's 1-based number in its lesson's table */
+  const void *user;            /**< the version's attn_version::user */
 } attn_setup_ctx;
 
 /** A version that brings its own data, launch and check. Every function receives the state that
@@ -108,6 +112,9 @@ typedef struct attn_version {
   attn_attention_fn launch;          /**< ATTN_DENSE and ATTN_PAGED */
   size_t (*workspace)(const attn_problem *p); /**< scratch bytes; NULL for none */
   const attn_custom *custom;         /**< ATTN_CUSTOM */
+  /** Anything the lesson wants its launcher or setup to receive (attn_args::user,
+   *  attn_setup_ctx::user), so one launcher serves several versions without a thunk per version. */
+  const void *user;
 } attn_version;
 
 /** How a version ended. */

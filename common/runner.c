@@ -233,6 +233,8 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
   dl.args.lse = (float *)lse_buf;
   dl.args.workspace = ws;
   dl.args.workspace_bytes = ws_bytes;
+  dl.args.version = r->index;
+  dl.args.user = v->user;
   if (paged) {
     dl.args.k_cache = in->dkc[v->dtype];
     dl.args.v_cache = in->dvc[v->dtype];
@@ -320,7 +322,7 @@ static void run_custom(const attn_version *v, const attn_options *o, const attn_
                        cudaStream_t stream, attn_result *r) {
   const attn_custom *c = v->custom;
   custom_launch cl = {c, NULL};
-  attn_setup_ctx ctx = {&o->problem, o, dev};
+  attn_setup_ctx ctx = {&o->problem, o, dev, r->index, v->user};
   const char *skip = NULL;
   cudaError_t e = c->setup(&cl.state, &ctx, &skip);
   if (e != cudaSuccess || skip) {

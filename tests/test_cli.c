@@ -7,9 +7,19 @@
 
 static const int kDims[] = {64, 128};
 static const attn_version kVersions[3] = {
-    {"one", "first", ATTN_DENSE, ATTN_F32, 0, 0, NULL, NULL, NULL, NULL},
-    {"two", "second", ATTN_DENSE, ATTN_F32, 0, 0, NULL, NULL, NULL, NULL},
-    {"three", "third", ATTN_DENSE, ATTN_BF16, 0, 0, NULL, NULL, NULL, NULL}};
+    {.name = "one",
+     .summary = "first",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32},
+    {.name = "two",
+     .summary = "second",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32},
+    {.name = "three",
+     .summary = "third",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16},
+};
 static const attn_lesson kLesson = {9, "test lesson", kVersions, 3,
                                     {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, NULL, NULL};
 static const attn_cli_spec kSpec = {"lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f},

@@ -16,10 +16,6 @@ static const l04_launch_fn kLaunch[L04_VERSIONS][2] = {
     {l04_tiles_d64, l04_tiles_d128},
 };
 
-static const char *const kNames[L04_VERSIONS] = {"splitk-f32",   "splitq-f32",   "mma-bf16",
-                                                 "swizzle-bf16", "cpasync-bf16", "causal-bf16",
-                                                 "tiles-bf16"};
-
 cudaError_t l04_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
                         float *lse, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         int causal, float scale, cudaStream_t stream) {
@@ -30,60 +26,83 @@ cudaError_t l04_forward(int version, int dim, const void *q, const void *k, cons
                                           causal, scale, stream);
 }
 
-const char *l04_version_name(int version) {
-  return version >= 1 && version <= L04_VERSIONS ? kNames[version - 1] : NULL;
-}
-
 int l04_version_is_bf16(int version) {
   return version >= 3 && version <= L04_VERSIONS;
 }
 
-static cudaError_t run(int version, const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return l04_forward(version, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
+/* One launcher for every version: the harness hands it the version's number (attn_args::version). */
+static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return l04_forward(a->version, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
                      p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
-}
-static cudaError_t run1(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(1, p, a, s);
-}
-static cudaError_t run2(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(2, p, a, s);
-}
-static cudaError_t run3(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(3, p, a, s);
-}
-static cudaError_t run4(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(4, p, a, s);
-}
-static cudaError_t run5(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(5, p, a, s);
-}
-static cudaError_t run6(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(6, p, a, s);
-}
-static cudaError_t run7(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return run(7, p, a, s);
 }
 
 static const char *supports(const attn_problem *p) {
   return p->dim == 64 || p->dim == 128 ? NULL : "built for head dimensions 64 and 128";
 }
 
+/* The versions, named once: l04_version_name() and the tests read this table. */
 static const attn_version kVersions[L04_VERSIONS] = {
-    {"splitk-f32", "fp32 CUDA cores; warps split the KV tile, barriers in the softmax", ATTN_DENSE,
-     ATTN_F32, 80, 1, supports, run1, NULL, NULL},
-    {"splitq-f32", "fp32 CUDA cores; warps split the Q tile, shuffles, no barrier", ATTN_DENSE,
-     ATTN_F32, 80, 1, supports, run2, NULL, NULL},
-    {"mma-bf16", "mma.sync m16n8k16 + ldmatrix, S and P in registers", ATTN_DENSE, ATTN_BF16, 80, 1,
-     supports, run3, NULL, NULL},
-    {"swizzle-bf16", "+ XOR-swizzled shared memory (no bank conflicts)", ATTN_DENSE, ATTN_BF16, 80,
-     1, supports, run4, NULL, NULL},
-    {"cpasync-bf16", "+ cp.async double-buffered K/V", ATTN_DENSE, ATTN_BF16, 80, 1, supports, run5,
-     NULL, NULL},
-    {"causal-bf16", "+ causal tile skip, diagonal-only mask, heavy tiles first", ATTN_DENSE,
-     ATTN_BF16, 80, 1, supports, run6, NULL, NULL},
-    {"tiles-bf16", "+ tiles per head dim: Bc 128 and Q from smem at dim 64", ATTN_DENSE, ATTN_BF16,
-     80, 1, supports, run7, NULL, NULL},
+    {.name = "splitk-f32",
+     .summary = "fp32 CUDA cores; warps split the KV tile, barriers in the softmax",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "splitq-f32",
+     .summary = "fp32 CUDA cores; warps split the Q tile, shuffles, no barrier",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "mma-bf16",
+     .summary = "mma.sync m16n8k16 + ldmatrix, S and P in registers",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "swizzle-bf16",
+     .summary = "+ XOR-swizzled shared memory (no bank conflicts)",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "cpasync-bf16",
+     .summary = "+ cp.async double-buffered K/V",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "causal-bf16",
+     .summary = "+ causal tile skip, diagonal-only mask, heavy tiles first",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "tiles-bf16",
+     .summary = "+ tiles per head dim: Bc 128 and Q from smem at dim 64",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
 };
+
+const char *l04_version_name(int version) {
+  return version >= 1 && version <= L04_VERSIONS ? kVersions[version - 1].name : NULL;
+}
 
 /* The tile plan of versions 3-6 (and 7 at dim 128) for the shape, and the CPU model against the
  * reference. */

@@ -97,12 +97,30 @@ FA1_FIXED(fa1_groups_3, 3)
 FA1_FIXED(fa1_groups_1000, 1000) /* clamped to Tr: one query tile per block */
 
 static const attn_version kGroupVersions[] = {
-    {"fa1-g2", "two blocks per head", ATTN_DENSE, ATTN_F32, 80, 1, NULL, fa1_groups_2,
-     l03_fa1_workspace_bytes, NULL},
-    {"fa1-g3", "three blocks per head", ATTN_DENSE, ATTN_F32, 80, 1, NULL, fa1_groups_3,
-     l03_fa1_workspace_bytes, NULL},
-    {"fa1-gmax", "one block per query tile", ATTN_DENSE, ATTN_F32, 80, 1, NULL, fa1_groups_1000,
-     l03_fa1_workspace_bytes, NULL},
+    {.name = "fa1-g2",
+     .summary = "two blocks per head",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .launch = fa1_groups_2,
+     .workspace = l03_fa1_workspace_bytes},
+    {.name = "fa1-g3",
+     .summary = "three blocks per head",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .launch = fa1_groups_3,
+     .workspace = l03_fa1_workspace_bytes},
+    {.name = "fa1-gmax",
+     .summary = "one block per query tile",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_F32,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .launch = fa1_groups_1000,
+     .workspace = l03_fa1_workspace_bytes},
 };
 
 START_TEST(fa1_explicit_groups) {
