@@ -60,7 +60,7 @@ lesson-%: FORCE
 	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
 
 # diff-N A=2 B=3: the version files vA_* and vB_* of lesson N, unified diff (the head-dimension
-# wrappers *_d64.cu / *_d128.cu are skipped: the body they include is the lesson). B alone means A=B-1.
+# build-tree wrappers are not in lessons/). B alone means A=B-1.
 diff-%: FORCE
 	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make diff-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
 	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \

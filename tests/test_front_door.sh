@@ -50,8 +50,8 @@ case "$what" in
     expect 0 "make lesson-N +build lesson N \(1\.\.$last\)" make -s --no-print-directory help
     expect 0 "make diff-N A=2 B=3" make -s --no-print-directory help
     # The diff target shows one version against the next, and exits 0 when they differ.
-    expect 0 "^\+\+\+ lessons/04_fa2_warps/v3_mma\.cuh" make -s --no-print-directory diff-4 A=2 B=3
-    expect 0 "^\+\+\+ lessons/04_fa2_warps/v3_mma\.cuh" make -s --no-print-directory diff-4 B=3
+    expect 0 "^\+\+\+ lessons/04_fa2_warps/v3_mma\.cu" make -s --no-print-directory diff-4 A=2 B=3
+    expect 0 "^\+\+\+ lessons/04_fa2_warps/v3_mma\.cu" make -s --no-print-directory diff-4 B=3
     expect 0 "^\+\+\+ lessons/03_fa1_tiling/v2_fa1\.cu" make -s --no-print-directory diff-3 A=1 B=2
     expect 2 "lesson 3 has no version file v9_\*" make -s --no-print-directory diff-3 A=1 B=9
     expect 2 "give the versions as numbers" make -s --no-print-directory diff-4 B=x

@@ -76,11 +76,11 @@
  * visible ones on the diagonal test each (row, key) pair. The same classification is drill 3's
  * fa1_causal_tile_class().
  *
- * Built twice, with HEAD_DIM 64 and 128, by v2_fa1_d64.cu and v2_fa1_d128.cu.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  * Measured (H200, batch 1, heads 16, seq 4096, dim 64): see the lesson's README.
  */
 #ifndef HEAD_DIM
-#error "build this file through v2_fa1_d64.cu or v2_fa1_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 #if HEAD_DIM != 64 && HEAD_DIM != 128
 #error "HEAD_DIM must be 64 or 128"

@@ -26,10 +26,10 @@
  *   all 32 rows (dim floats per lane; ptxas: 239 registers at dim 128, against 128 here), which
  *   halves the blocks resident per SM (2 instead of 4).
  *
- * Built twice, by v2_splitq_d64.cu and v2_splitq_d128.cu, which define HEAD_DIM.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  */
 #ifndef HEAD_DIM
-#error "build this file through v2_splitq_d64.cu or v2_splitq_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
 #include <limits.h>

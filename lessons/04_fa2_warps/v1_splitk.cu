@@ -26,10 +26,10 @@
  * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
  *   12.0 / 20.9 (6.0 / 10.4 causal: every tile is visited and masked).
  *
- * Built twice, by v1_splitk_d64.cu and v1_splitk_d128.cu, which define HEAD_DIM.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  */
 #ifndef HEAD_DIM
-#error "build this file through v1_splitk_d64.cu or v1_splitk_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
 #include <limits.h>

@@ -1,38 +1,35 @@
 /** @file
- * @brief Version 4: the same kernel, with an XOR-swizzled shared-memory layout.
+ * @brief Version 6: the causal mask done right. Fully masked KV tiles are skipped, the mask is
+ * applied only on the tiles that need it, and the heaviest Q tiles start first.
  *
- * What changed from version 3: one function, tile_off(). A tile row is dim bf16 = 8 or 16 chunks
- * of 16 bytes; chunk c of row r is now stored at chunk c ^ (r % 8) of the same row.
+ * What changed from version 5 (nothing changes without `--causal` except the last point's mask):
+ *  - Tile skip. With the bottom-right causal mask, Q tile [q0, q0 + 128) sees keys up to
+ *    q0 + 127 + (seq_kv - seq_q) only: the loop stops after l04_kv_tiles_visited() tiles instead
+ *    of visiting all seq_kv / 64 and masking the rest to -inf. For seq_q = seq_kv = N that is
+ *    about half the tiles: the work halves, and the flop count (which counts visible pairs) does
+ *    not, so TFLOP/s should double.
+ *  - Mask only where needed. The first l04_kv_tiles_unmasked() tiles are entirely visible to every
+ *    row of the Q tile: no per-element compare. Only the last one or two (the diagonal, and a tile
+ *    cut short by seq_kv) are masked. Without `--causal` only a ragged last tile is.
+ *  - Heavy first. Q tile t of a head costs t + 1 diagonal-length units: in version 5's order
+ *    (tile 0 first) the last blocks of the grid are the most expensive, and the GPU ends with a
+ *    few SMs finishing long blocks while the rest idle. Version 6 runs each head's tiles from the
+ *    last (heaviest) to the first; the blocks of a head stay together, so K and V are still shared
+ *    in L2 by the blocks that run at the same time (l04_schedule()).
+ *  - A Q tile with no visible key at all (seq_q > seq_kv) loads nothing and writes O = 0,
+ *    lse = -inf.
  *
- * Why: an ldmatrix phase reads 8 rows (16 bytes each) at the same logical column. Unswizzled, the
- * rows are 128 or 256 bytes apart, a multiple of the 128 bytes that the 32 banks of 4 bytes cover,
- * so all 8 reads fall into the same 4 banks and are served one after another (8-way conflict).
- * Swizzled, row r's chunk sits at c ^ (r % 8): eight consecutive rows give eight different chunks
- * modulo 8, that is eight different groups of 4 banks, one pass. The 16-byte stores of the loader
- * are permuted the same way and stay conflict-free. Padding each row by 16 bytes would do the same
- * at the price of 6-12% more shared memory and rows that are no longer a power of two apart;
- * the XOR costs one instruction per address and no memory.
- *
- *     logical chunk:    0  1  2  3  4  5  6  7          (dim 64: one 128-byte row = all 32 banks)
- *     row 0 stores at   0  1  2  3  4  5  6  7
- *     row 1 stores at   1  0  3  2  5  4  7  6
- *     row 2 stores at   2  3  0  1  6  7  4  5
- *     ...
- *     row 7 stores at   7  6  5  4  3  2  1  0          column 0 of rows 0..7 -> chunks 0..7
- *
- * Prediction: ncu's l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum from millions to
- * about zero; every ldmatrix phase 8x shorter. The kernel spends most of its time in mma and
- * exponentials, so the time drops less: 10-30%.
+ * Prediction: causal TFLOP/s about 1.8-2x version 5's (half the tiles, no mask on most of them,
+ * a shorter tail); non-causal within a few percent of version 5 (one compare saved per score).
  * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
- *   166.3 / 175.5: 2.14x / 1.91x over version 3, far above the prediction: the conflicts were
- *   the bottleneck. ncu: conflicts 73.4 M -> 0.02 M, shared-load wavefronts 83.9 M -> 10.5 M
- *   (exactly 4 per ldmatrix.x4, the minimum). ptxas spills 88 bytes at dim 128 (the synchronous
- *   loads hold their data in registers); version 5's copies do not.
+ *   causal 316.1 / 279.3, 1.93x / 2.02x over version 5, as predicted. Not causal 366.3 / 307.5,
+ *   1.12x / 1.11x, more than predicted: version 5 compares every score against the mask even
+ *   when nothing is masked, and that alone cost 11%.
  *
- * Built twice, by v4_swizzle_d64.cu and v4_swizzle_d128.cu, which define HEAD_DIM.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  */
 #ifndef HEAD_DIM
-#error "build this file through v4_swizzle_d64.cu or v4_swizzle_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
 #include <limits.h>
@@ -64,38 +61,64 @@
 #define MM_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
-/** This build's kernel: swizzle_kernel_d64 or swizzle_kernel_d128. */
-#define MM_KERNEL MM_CAT(swizzle_kernel_d, HEAD_DIM)
-/** This build's launcher: l04_swizzle_d64() or l04_swizzle_d128(), declared in fa2_warps.h. */
-#define MM_LAUNCH MM_CAT(l04_swizzle_d, HEAD_DIM)
+/** This build's kernel: causal_kernel_d64 or causal_kernel_d128. */
+#define MM_KERNEL MM_CAT(causal_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_causal_d64() or l04_causal_d128(), declared in fa2_warps.h. */
+#define MM_LAUNCH MM_CAT(l04_causal_d, HEAD_DIM)
 
-/** Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
-#define MM_SMEM_BYTES ((MM_BR + 2 * MM_BC) * HEAD_DIM * 2)
+/* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
+/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
+#define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
+#define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
 
 /** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
   return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/** This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
- * `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)), `src` its global
- * address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from r_t on. Rows
- * that do not exist are zero: a key past seq_kv must give 0 in P.V, never a stale NaN. Since
- * MM_RSTEP is a multiple of 8, every row of the thread has the same swizzle (row % 8). */
-static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *src, size_t step,
-                                                 int left, int rows) {
-#pragma unroll 2
+/** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
+ * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
+ * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
+ * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
+ * then `safe`, the same chunk of the tile's first row, which always exists): a key past seq_kv
+ * must give 0 in P.V, never a stale NaN. */
+static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *src,
+                                                 const attn_bf16 *safe, size_t step, int left,
+                                                 int rows) {
+#pragma unroll
   for (int it = 0; it < rows / MM_RSTEP; ++it) {
-    uint4 x = make_uint4(0u, 0u, 0u, 0u);
-    if (it * MM_RSTEP < left) x = *(const uint4 *)(src + it * step);
-    st_shared_v4(dst + it * MM_RSTEP * MM_ROWB, x);
+    const int ok = it * MM_RSTEP < left;
+    cp_async_16(dst + it * MM_RSTEP * MM_ROWB, ok ? src + it * step : safe, ok ? 16 : 0);
   }
 }
 
+/** KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
+ * the device twins of l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c). */
+static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long last_row = (q0 + MM_BR < seq_q ? q0 + MM_BR : seq_q) - 1;
+    long long last_key = last_row + ((long long)seq_kv - seq_q);
+    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)((n + MM_BC - 1) / MM_BC);
+}
+
+/** KV tiles, from tile 0, that Q tile [q0, q0 + MM_BR) sees whole: no mask needed. */
+static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
+    n = first_sees < seq_kv ? first_sees : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)(n / MM_BC);
+}
+
 /** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
- * The same work as version 3's kernel; only the shared-memory layout differs (16-byte chunks
- * XOR-swizzled by row, so ldmatrix is conflict-free). Each warp writes its 32 rows of O and
- * their log-sum-exp. */
+ * The same work as version 5's kernel, but only the KV tiles the Q tile can see are visited, the
+ * mask is applied only on partly visible tiles, and with a causal mask a head's Q tiles run
+ * heaviest first. Each warp writes its 32 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -105,13 +128,15 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
               int n_q_tiles) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t sQ_a = smem_u32(smem);         /* [MM_BR][HEAD_DIM] */
-  const uint32_t sK_a = sQ_a + MM_BR * MM_ROWB; /* [MM_BC][HEAD_DIM] */
-  const uint32_t sV_a = sK_a + MM_BC * MM_ROWB; /* [MM_BC][HEAD_DIM] */
+  const uint32_t sQ_a = smem_u32(smem);           /* [MM_BR][HEAD_DIM] */
+  const uint32_t sK_a = sQ_a + MM_BR * MM_ROWB;   /* [2][MM_BC][HEAD_DIM] */
+  const uint32_t sV_a = sK_a + 2 * MM_TILE_BYTES; /* [2][MM_BC][HEAD_DIM] */
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3; /* quad (row) and lane in quad (column pair) */
-  const int q_tile = blockIdx.x % n_q_tiles;
+  /* Heavy first: a head's Q tiles from the last (sees the most keys) to the first. */
+  const int q_tile =
+      causal ? n_q_tiles - 1 - (int)(blockIdx.x % n_q_tiles) : blockIdx.x % n_q_tiles;
   const int bh = blockIdx.x / n_q_tiles;
   const int h = bh % heads, b = bh / heads;
   const int kvh = h / (heads / kv_heads);
@@ -138,7 +163,16 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     v_off[i] = tile_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
   }
 
-  load_rows(sQ_a + ld_off, qg + q_ld, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
+  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
+  const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+  const size_t kv_step = MM_RSTEP * kv_stride;
+  load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
+  cp_async_commit();
+  if (n_tiles > 0) load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  cp_async_commit();
+  if (n_tiles > 0) load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  cp_async_commit();
+  cp_async_wait_2(); /* Q has landed (K0 and V0 may still be in flight) */
   __syncthreads();
 #if MM_Q_IN_REGS
   uint32_t qf[MM_MT][MM_KS][4]; /* my 32 x dim slice of Q as A fragments, for the whole loop */
@@ -160,15 +194,16 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     row_l[mt][0] = row_l[mt][1] = 0.f;
   }
 
-  const int n_tiles = attn_cdiv(seq_kv, MM_BC);
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * MM_BC;
-    __syncthreads(); /* every warp is done with the previous K and V */
-    load_rows(sK_a + ld_off, kg + (size_t)k0 * kv_stride + kv_ld, MM_RSTEP * kv_stride,
-              seq_kv - k0 - r_t, MM_BC);
-    load_rows(sV_a + ld_off, vg + (size_t)k0 * kv_stride + kv_ld, MM_RSTEP * kv_stride,
-              seq_kv - k0 - r_t, MM_BC);
-    __syncthreads();
+    const uint32_t cur = (j & 1) * MM_TILE_BYTES, nxt = MM_TILE_BYTES - cur;
+    const size_t next_tile = (size_t)(k0 + MM_BC) * kv_stride, next_row = next_tile + kv_ld;
+    cp_async_wait_1(); /* my copies of K_j have landed */
+    __syncthreads();   /* everyone's have, and every warp is done with tile j - 1 */
+    if (j + 1 < n_tiles)
+      load_rows(sK_a + nxt + ld_off, kg + next_row, kg + next_tile + c_t * 8, kv_step,
+                seq_kv - k0 - MM_BC - r_t, MM_BC);
+    cp_async_commit(); /* possibly empty: keeps the count of groups uniform */
 
     /* S = Q K^T: K rows are keys, so ldmatrix without .trans gives the col-major B operand. One
      * ldmatrix.x4 covers 16 keys x 16 dims: B fragments of two n8 tiles, used by both m16 tiles. */
@@ -193,7 +228,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 #pragma unroll
       for (int np = 0; np < MM_NT / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, sK_a + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MM_ROWB);
+        ldmatrix_x4(kb, sK_a + cur + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MM_ROWB);
 #pragma unroll
         for (int mt = 0; mt < MM_MT; ++mt) {
           mma_bf16_16816(s[mt][2 * np], a[mt], kb[0], kb[1]);
@@ -202,16 +237,19 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
       }
     }
 
-    /* The mask, element by element: keys past the end, and the causal triangle. */
+    /* The mask, element by element, only on the tiles that need it (the same for the whole
+     * block: no divergence): the diagonal tiles and a last tile cut short by seq_kv. */
+    if (j >= n_unmasked) {
 #pragma unroll
-    for (int mt = 0; mt < MM_MT; ++mt) {
+      for (int mt = 0; mt < MM_MT; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < MM_NT; ++nt) {
+        for (int nt = 0; nt < MM_NT; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
-          int col = k0 + nt * 8 + t4 * 2 + (e & 1);
-          if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
+          for (int e = 0; e < 4; ++e) {
+            int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
+            int col = k0 + nt * 8 + t4 * 2 + (e & 1);
+            if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
+          }
         }
       }
     }
@@ -248,8 +286,15 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
         }
       }
 
-      /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
-       * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
+    cp_async_wait_1(); /* my copies of V_j have landed (K_{j+1} may be in flight) */
+    __syncthreads();
+    if (j + 1 < n_tiles)
+      load_rows(sV_a + nxt + ld_off, vg + next_row, vg + next_tile + c_t * 8, kv_step,
+                seq_kv - k0 - MM_BC - r_t, MM_BC);
+    cp_async_commit();
+
+    /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
+     * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
 #pragma unroll
     for (int kk = 0; kk < MM_PK; ++kk) {
       uint32_t pa[MM_MT][4];
@@ -263,7 +308,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 #pragma unroll
       for (int dp = 0; dp < MM_DT / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sV_a + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * MM_ROWB);
+        ldmatrix_x4_trans(vb, sV_a + cur + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * MM_ROWB);
 #pragma unroll
         for (int mt = 0; mt < MM_MT; ++mt) {
           mma_bf16_16816(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -294,7 +339,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
-/** The launcher, l04_swizzle_d64() or l04_swizzle_d128(): one block per (Q tile, head, batch). */
+/** The launcher, l04_causal_d64() or l04_causal_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

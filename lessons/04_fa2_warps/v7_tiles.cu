@@ -1,37 +1,32 @@
 /** @file
- * @brief Version 5: cp.async double buffering. The next K/V tile is on its way while this one
- * computes.
+ * @brief Version 7: the tile shape chosen per head dimension. At dim 64 a KV tile of Bc = 128 keys,
+ * and Q read from shared memory every tile instead of held in registers.
  *
- * What changed from version 4: the loads. In version 4 every tile went global -> registers ->
- * shared memory with all 4 warps waiting at a barrier until the slowest load returned (about a
- * microsecond of HBM latency per tile, during which the tensor cores idle unless the other block
- * on the SM happens to be computing). Now:
- *  - cp.async copies 16 bytes from global to shared memory without registers (zero-filling rows
- *    past the end: src-size 0), and completes in groups that a thread waits for;
- *  - K and V each get two buffers. Tile j + 1's K is requested right after tile j's K has landed,
- *    before S = Q K^T of tile j; tile j + 1's V right after tile j's V has landed, before P V. Each
- *    load has a whole half-iteration of tensor-core work to hide behind.
+ * What changed from version 6: two macros, MM_BC and MM_Q_IN_REGS; the code is the same. Dim 128
+ * keeps version 6's tiles exactly (Bc = 64, Q re-read from shared memory).
  *
- * ~~~
- *   commit groups, oldest first:  Q | K0 | V0 | K1 | V1 | K2 ...
- *   iteration j:  wait K_j (<= 1 group pending: V_j)  barrier  issue K_{j+1}   S = Q K_j^T, softmax
- *                 wait V_j (<= 1 pending: K_{j+1})    barrier  issue V_{j+1}   O += P V_j
- * ~~~
- *   The barrier before each issue also proves every warp has finished with the buffer it reuses
- *   (tile j - 1's).
+ * Why: at dim 64 each KV tile carries half the tensor-core work of dim 128 but the same fixed cost:
+ * two block barriers, the cp.async issue, the row-max shuffles and the O rescale, the loop. With
+ * Bc = 128 that cost is paid once per 128 keys. The price is registers: S grows from 64 to 128
+ * floats per lane, which with 64 of O and 32 of Q fragments would exceed 255; dropping Q from
+ * registers (8 more ldmatrix.x4 per warp per tile, against 64 for K and V) makes room.
+ * Shared memory: Q 16 KB + 2 x (K + V) 64 KB = 80 KB, still two blocks per SM (A100 included).
  *
- * Shared memory: Q 16/32 KB + 2 x (K + V) 32/64 KB = 48/96 KB for dim 64/128: two blocks per SM
- * still fit (H100/H200: 228 KB; A100: 164 KB).
- * Prediction: the load latency leaves the critical path; 20-40% faster than version 4, toward the
- * tensor-core bound of mma.sync.
+ * Other ideas were measured on the way and lost (H200, 2026-11-21, README): letting a warp skip a
+ * diagonal tile none of its rows sees (a branch around the arithmetic: 1-7% slower, also without
+ * `--causal`, where it never skips); that plus skipping the O rescale when no row maximum moved (a
+ * warp vote and a branch per tile: 2-6% slower than version 6); Bc = 32 or Q from shared memory
+ * to fit three blocks per SM at dim 64 (8% and 1-3% slower). The branches break the compiler's
+ * interleaving of tensor-core, shared-memory and special-function instructions, which is worth
+ * more than the work they save.
+ * Prediction: dim 64 3-5% faster than version 6, dim 128 unchanged.
  * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
- *   328.2 / 276.2: 1.97x / 1.57x over version 4, above the prediction: two blocks per SM were
- *   far from enough to hide version 4's load stalls behind each other.
+ *   dim 64: 320.3 (causal 290.3), 1.04x over version 6; dim 128: 367.4 (318.4), 1.00x.
  *
- * Built twice, by v5_cpasync_d64.cu and v5_cpasync_d128.cu, which define HEAD_DIM.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  */
 #ifndef HEAD_DIM
-#error "build this file through v5_cpasync_d64.cu or v5_cpasync_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
 #include <limits.h>
@@ -42,18 +37,17 @@
 #include "ptx.cuh"
 
 #define MM_BR L04_BR                       /**< 128 query rows per block */
-#define MM_BC L04_BC                       /**< 64 keys per KV tile */
+#define MM_BC (HEAD_DIM == 64 ? 128 : 64)  /**< keys per KV tile */
 #define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
 #define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
 #define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
+#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S */
 #define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V */
 #define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
 #define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
 #define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
-/** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
-#define MM_Q_IN_REGS (HEAD_DIM <= 64)
+#define MM_Q_IN_REGS 0                     /**< Q fragments re-read from shared memory */
 /** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
 #define MM_LOG2E 1.4426950408889634f
 /** ln(2): turns the base-2 log-sum-exp back into the natural one. */
@@ -63,12 +57,12 @@
 #define MM_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
-/** This build's kernel: cpasync_kernel_d64 or cpasync_kernel_d128. */
-#define MM_KERNEL MM_CAT(cpasync_kernel_d, HEAD_DIM)
-/** This build's launcher: l04_cpasync_d64() or l04_cpasync_d128(), declared in fa2_warps.h. */
-#define MM_LAUNCH MM_CAT(l04_cpasync_d, HEAD_DIM)
+/** This build's kernel: tiles_kernel_d64 or tiles_kernel_d128. */
+#define MM_KERNEL MM_CAT(tiles_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_tiles_d64() or l04_tiles_d128(), declared in fa2_warps.h. */
+#define MM_LAUNCH MM_CAT(l04_tiles_d, HEAD_DIM)
 
-/* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
+/* Shared memory: Q [128][dim], K [2][Bc][dim], V [2][Bc][dim], bf16. */
 /** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
 #define MM_TILE_BYTES (MM_BC * MM_ROWB)
 /** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
@@ -95,10 +89,32 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+/** KV tiles Q tile [q0, q0 + MM_BR) must visit, and how many of them (from tile 0) need no mask:
+ * the device twins of l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c). */
+static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long last_row = (q0 + MM_BR < seq_q ? q0 + MM_BR : seq_q) - 1;
+    long long last_key = last_row + ((long long)seq_kv - seq_q);
+    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)((n + MM_BC - 1) / MM_BC);
+}
+
+/** KV tiles, from tile 0, that Q tile [q0, q0 + MM_BR) sees whole: no mask needed. */
+static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
+    n = first_sees < seq_kv ? first_sees : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)(n / MM_BC);
+}
+
 /** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
- * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
- * next tile while the warps compute on this one. Each warp writes its 32 rows of O and their
- * log-sum-exp. */
+ * Version 6's kernel with KV tiles of MM_BC keys (128 at dim 64, 64 at dim 128) and the Q
+ * fragments read again from shared memory on every tile. Each warp writes its 32 rows of O and
+ * their log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -114,7 +130,9 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3; /* quad (row) and lane in quad (column pair) */
-  const int q_tile = blockIdx.x % n_q_tiles;
+  /* Heavy first: a head's Q tiles from the last (sees the most keys) to the first. */
+  const int q_tile =
+      causal ? n_q_tiles - 1 - (int)(blockIdx.x % n_q_tiles) : blockIdx.x % n_q_tiles;
   const int bh = blockIdx.x / n_q_tiles;
   const int h = bh % heads, b = bh / heads;
   const int kvh = h / (heads / kv_heads);
@@ -141,13 +159,14 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     v_off[i] = tile_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
   }
 
-  const int n_tiles = attn_cdiv(seq_kv, MM_BC);
+  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
+  const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
   const size_t kv_step = MM_RSTEP * kv_stride;
   load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
   cp_async_commit();
-  load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  if (n_tiles > 0) load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
   cp_async_commit();
-  load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  if (n_tiles > 0) load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
   cp_async_commit();
   cp_async_wait_2(); /* Q has landed (K0 and V0 may still be in flight) */
   __syncthreads();
@@ -214,16 +233,19 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
       }
     }
 
-    /* The mask, element by element: keys past the end, and the causal triangle. */
+    /* The mask, element by element, only on the tiles that need it (the same for the whole
+     * block: no divergence): the diagonal tiles and a last tile cut short by seq_kv. */
+    if (j >= n_unmasked) {
 #pragma unroll
-    for (int mt = 0; mt < MM_MT; ++mt) {
+      for (int mt = 0; mt < MM_MT; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < MM_NT; ++nt) {
+        for (int nt = 0; nt < MM_NT; ++nt) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
-          int col = k0 + nt * 8 + t4 * 2 + (e & 1);
-          if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
+          for (int e = 0; e < 4; ++e) {
+            int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
+            int col = k0 + nt * 8 + t4 * 2 + (e & 1);
+            if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
+          }
         }
       }
     }
@@ -313,7 +335,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
-/** The launcher, l04_cpasync_d64() or l04_cpasync_d128(): one block per (Q tile, head, batch). */
+/** The launcher, l04_tiles_d64() or l04_tiles_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

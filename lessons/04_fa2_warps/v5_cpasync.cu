@@ -1,45 +1,37 @@
 /** @file
- * @brief Version 3: tensor cores. mma.sync m16n8k16 (bf16 in, fp32 accumulate) fed by ldmatrix; S
- * and P never leave registers.
+ * @brief Version 5: cp.async double buffering. The next K/V tile is on its way while this one
+ * computes.
  *
- * What changed from version 2: bf16 in and out; a block of 4 warps takes Br = 128 query rows (32
- * per warp, split-Q as before) and KV tiles of Bc = 64 keys. Each warp computes its 32 x 64 slice
- * of S = Q K^T as 2 x 8 mma tiles of 16 x 8, keeps the running max m and sum l for its rows, turns
- * S into P in place, and multiplies P by V with P still in registers: the accumulator layout of two
- * neighbouring 16 x 8 tiles of S is exactly the A-operand layout of one 16 x 16 tile of P, once
- * each pair of floats is packed into a bf16x2 register. Nothing of S or P touches shared memory.
+ * What changed from version 4: the loads. In version 4 every tile went global -> registers ->
+ * shared memory with all 4 warps waiting at a barrier until the slowest load returned (about a
+ * microsecond of HBM latency per tile, during which the tensor cores idle unless the other block
+ * on the SM happens to be computing). Now:
+ *  - cp.async copies 16 bytes from global to shared memory without registers (zero-filling rows
+ *    past the end: src-size 0), and completes in groups that a thread waits for;
+ *  - K and V each get two buffers. Tile j + 1's K is requested right after tile j's K has landed,
+ *    before S = Q K^T of tile j; tile j + 1's V right after tile j's V has landed, before P V. Each
+ *    load has a whole half-iteration of tensor-core work to hide behind.
  *
- *     warp w owns tile rows 32w .. 32w+31         one 16 x 8 fp32 accumulator tile, lane = 4g + t:
- *     as two m16 tiles (mt = 0, 1)                  rows g and g+8, columns 2t and 2t+1
- *                                                   (registers c0 c1 | c2 c3)
- *     S[mt][nt]  nt = 0..7   (64 keys / 8)
- *     O[mt][dt]  dt = 0..dim/8-1
- *     P as A: { S[mt][2kk] c0c1, S[mt][2kk] c2c3, S[mt][2kk+1] c0c1, S[mt][2kk+1] c2c3 }
+ * ~~~
+ *   commit groups, oldest first:  Q | K0 | V0 | K1 | V1 | K2 ...
+ *   iteration j:  wait K_j (<= 1 group pending: V_j)  barrier  issue K_{j+1}   S = Q K_j^T, softmax
+ *                 wait V_j (<= 1 pending: K_{j+1})    barrier  issue V_{j+1}   O += P V_j
+ * ~~~
+ *   The barrier before each issue also proves every warp has finished with the buffer it reuses
+ *   (tile j - 1's).
  *
- * Each lane holds 4 query rows (g, g+8, g+16, g+24 of its warp's band) and 16 scores of each per
- * tile; the 4 lanes of a quad share a row, so a row's max needs 2 shuffles (xor 1, xor 2). The row
- * sum is kept per lane and its 2 shuffles happen once, after the last tile. Exponentials are
- * ex2.approx with the softmax scale folded into log2(e).
- * Q: loaded once; with dim 64 its fragments stay in registers for the whole KV loop (32
- * registers), with dim 128 they are read again from shared memory every tile (64 registers of Q
- * beside 128 of O and 64 of S would not fit in 255).
- * Loads are plain 16-byte loads into an unpadded, unswizzled tile, then a barrier: ldmatrix reads 8
- * rows at the same column, and with rows 128 or 256 bytes apart all 8 land in the same 4 banks, an
- * 8-way conflict that version 4 removes.
- * The mask is applied element by element on every tile (keys past seq_kv, causal), and with
- * `--causal` every KV tile is still visited: version 6 changes both.
- *
- * Prediction: 16 x 8 x 16 multiply-adds per instruction instead of one FMA per lane, against the
- * fp32 CUDA-core rate of version 2: 5-10x faster, held back by the bank conflicts and by loads that
- * stall every warp at the barrier.
+ * Shared memory: Q 16/32 KB + 2 x (K + V) 32/64 KB = 48/96 KB for dim 64/128: two blocks per SM
+ * still fit (H100/H200: 228 KB; A100: 164 KB).
+ * Prediction: the load latency leaves the critical path; 20-40% faster than version 4, toward the
+ * tensor-core bound of mma.sync.
  * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
- *   77.7 / 92.0: 3.2x / 4.1x over version 2, under the prediction. ncu: 87% of the shared-load
- *   wavefronts are bank-conflict replays (73.4 M of 83.9 M at seq 2048, batch 1, heads 16).
+ *   328.2 / 276.2: 1.97x / 1.57x over version 4, above the prediction: two blocks per SM were
+ *   far from enough to hide version 4's load stalls behind each other.
  *
- * Built twice, by v3_mma_d64.cu and v3_mma_d128.cu, which define HEAD_DIM.
+ * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
  */
 #ifndef HEAD_DIM
-#error "build this file through v3_mma_d64.cu or v3_mma_d128.cu, which define HEAD_DIM"
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
 #include <limits.h>
@@ -71,38 +63,42 @@
 #define MM_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define MM_CAT(a, b) MM_CAT_(a, b)
-/** This build's kernel: mma_kernel_d64 or mma_kernel_d128. */
-#define MM_KERNEL MM_CAT(mma_kernel_d, HEAD_DIM)
-/** This build's launcher: l04_mma_d64() or l04_mma_d128(), declared in fa2_warps.h. */
-#define MM_LAUNCH MM_CAT(l04_mma_d, HEAD_DIM)
+/** This build's kernel: cpasync_kernel_d64 or cpasync_kernel_d128. */
+#define MM_KERNEL MM_CAT(cpasync_kernel_d, HEAD_DIM)
+/** This build's launcher: l04_cpasync_d64() or l04_cpasync_d128(), declared in fa2_warps.h. */
+#define MM_LAUNCH MM_CAT(l04_cpasync_d, HEAD_DIM)
 
-/** Shared memory: Q [128][dim], K [64][dim], V [64][dim], bf16. */
-#define MM_SMEM_BYTES ((MM_BR + 2 * MM_BC) * HEAD_DIM * 2)
+/* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
+/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
+#define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
+#define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
 
-/** Byte offset of 16-byte chunk `chunk` of tile row `row`: plain row-major. */
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
-  return (uint32_t)((row * MM_CHUNKS + chunk) * 16);
+  return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
-/** This thread's share of loading a tile of `rows` rows: chunk c_t of rows r_t, r_t + MM_RSTEP, ...
- * `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)), `src` its global
- * address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from r_t on. Rows
- * that do not exist are zero: a key past seq_kv must give 0 in P.V, never a stale NaN. Since
- * MM_RSTEP is a multiple of 8, every row of the thread has the same swizzle (row % 8). */
-static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *src, size_t step,
-                                                 int left, int rows) {
-#pragma unroll 2
+/** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
+ * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
+ * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
+ * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
+ * then `safe`, the same chunk of the tile's first row, which always exists): a key past seq_kv
+ * must give 0 in P.V, never a stale NaN. */
+static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *src,
+                                                 const attn_bf16 *safe, size_t step, int left,
+                                                 int rows) {
+#pragma unroll
   for (int it = 0; it < rows / MM_RSTEP; ++it) {
-    uint4 x = make_uint4(0u, 0u, 0u, 0u);
-    if (it * MM_RSTEP < left) x = *(const uint4 *)(src + it * step);
-    st_shared_v4(dst + it * MM_RSTEP * MM_ROWB, x);
+    const int ok = it * MM_RSTEP < left;
+    cp_async_16(dst + it * MM_RSTEP * MM_ROWB, ok ? src + it * step : safe, ok ? 16 : 0);
   }
 }
 
 /** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
- * Each warp computes its 32 x 64 slice of S with mma.sync, updates its rows' running max and sum
- * and adds P V into its O accumulators, all in registers; K and V tiles go through an unswizzled
- * shared-memory tile. Each warp writes its 32 rows of O and their log-sum-exp. */
+ * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
+ * next tile while the warps compute on this one. Each warp writes its 32 rows of O and their
+ * log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
     MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
@@ -112,9 +108,9 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
               int n_q_tiles) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t sQ_a = smem_u32(smem);         /* [MM_BR][HEAD_DIM] */
-  const uint32_t sK_a = sQ_a + MM_BR * MM_ROWB; /* [MM_BC][HEAD_DIM] */
-  const uint32_t sV_a = sK_a + MM_BC * MM_ROWB; /* [MM_BC][HEAD_DIM] */
+  const uint32_t sQ_a = smem_u32(smem);           /* [MM_BR][HEAD_DIM] */
+  const uint32_t sK_a = sQ_a + MM_BR * MM_ROWB;   /* [2][MM_BC][HEAD_DIM] */
+  const uint32_t sV_a = sK_a + 2 * MM_TILE_BYTES; /* [2][MM_BC][HEAD_DIM] */
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3; /* quad (row) and lane in quad (column pair) */
@@ -145,7 +141,15 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     v_off[i] = tile_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
   }
 
-  load_rows(sQ_a + ld_off, qg + q_ld, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
+  const int n_tiles = attn_cdiv(seq_kv, MM_BC);
+  const size_t kv_step = MM_RSTEP * kv_stride;
+  load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
+  cp_async_commit();
+  load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  cp_async_commit();
+  load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  cp_async_commit();
+  cp_async_wait_2(); /* Q has landed (K0 and V0 may still be in flight) */
   __syncthreads();
 #if MM_Q_IN_REGS
   uint32_t qf[MM_MT][MM_KS][4]; /* my 32 x dim slice of Q as A fragments, for the whole loop */
@@ -167,15 +171,16 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     row_l[mt][0] = row_l[mt][1] = 0.f;
   }
 
-  const int n_tiles = attn_cdiv(seq_kv, MM_BC);
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * MM_BC;
-    __syncthreads(); /* every warp is done with the previous K and V */
-    load_rows(sK_a + ld_off, kg + (size_t)k0 * kv_stride + kv_ld, MM_RSTEP * kv_stride,
-              seq_kv - k0 - r_t, MM_BC);
-    load_rows(sV_a + ld_off, vg + (size_t)k0 * kv_stride + kv_ld, MM_RSTEP * kv_stride,
-              seq_kv - k0 - r_t, MM_BC);
-    __syncthreads();
+    const uint32_t cur = (j & 1) * MM_TILE_BYTES, nxt = MM_TILE_BYTES - cur;
+    const size_t next_tile = (size_t)(k0 + MM_BC) * kv_stride, next_row = next_tile + kv_ld;
+    cp_async_wait_1(); /* my copies of K_j have landed */
+    __syncthreads();   /* everyone's have, and every warp is done with tile j - 1 */
+    if (j + 1 < n_tiles)
+      load_rows(sK_a + nxt + ld_off, kg + next_row, kg + next_tile + c_t * 8, kv_step,
+                seq_kv - k0 - MM_BC - r_t, MM_BC);
+    cp_async_commit(); /* possibly empty: keeps the count of groups uniform */
 
     /* S = Q K^T: K rows are keys, so ldmatrix without .trans gives the col-major B operand. One
      * ldmatrix.x4 covers 16 keys x 16 dims: B fragments of two n8 tiles, used by both m16 tiles. */
@@ -200,7 +205,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 #pragma unroll
       for (int np = 0; np < MM_NT / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, sK_a + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MM_ROWB);
+        ldmatrix_x4(kb, sK_a + cur + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MM_ROWB);
 #pragma unroll
         for (int mt = 0; mt < MM_MT; ++mt) {
           mma_bf16_16816(s[mt][2 * np], a[mt], kb[0], kb[1]);
@@ -255,8 +260,15 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
         }
       }
 
-      /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
-       * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
+    cp_async_wait_1(); /* my copies of V_j have landed (K_{j+1} may be in flight) */
+    __syncthreads();
+    if (j + 1 < n_tiles)
+      load_rows(sV_a + nxt + ld_off, vg + next_row, vg + next_tile + c_t * 8, kv_step,
+                seq_kv - k0 - MM_BC - r_t, MM_BC);
+    cp_async_commit();
+
+    /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
+     * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
 #pragma unroll
     for (int kk = 0; kk < MM_PK; ++kk) {
       uint32_t pa[MM_MT][4];
@@ -270,7 +282,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 #pragma unroll
       for (int dp = 0; dp < MM_DT / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sV_a + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * MM_ROWB);
+        ldmatrix_x4_trans(vb, sV_a + cur + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * MM_ROWB);
 #pragma unroll
         for (int mt = 0; mt < MM_MT; ++mt) {
           mma_bf16_16816(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -301,7 +313,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     }
 }
 
-/** The launcher, l04_mma_d64() or l04_mma_d128(): one block per (Q tile, head, batch). */
+/** The launcher, l04_cpasync_d64() or l04_cpasync_d128(): one block per (Q tile, head, batch). */
 extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {

@@ -1,5 +1,0 @@
-/** @file
- * @brief Version 3 (mma) built for head dimension 64: its kernel and the launcher l04_mma_d64. */
-/** The head dimension this build of version 3 is for. */
-#define HEAD_DIM 64
-#include "v3_mma.cuh"
