@@ -24,7 +24,7 @@ endif
 LAST_LESSON := 9
 LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMakeLists.txt)))
 
-.PHONY: help configure all test docs clean bench drill-check FORCE
+.PHONY: help configure all test docs clean bench drill-check format format-check FORCE
 
 help:
 	@echo "Targets:"
@@ -35,6 +35,8 @@ help:
 	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
 	@echo "  make docs           Doxygen HTML into $(BUILD_DIR)/docs/html (warnings are errors)"
 	@echo "  make bench          the PyTorch peer comparison (GPU machine with PyTorch)"
+	@echo "  make format         clang-format every C and CUDA source in place"
+	@echo "  make format-check   list the sources clang-format would change (CI)"
 	@echo "  make all            build everything"
 	@echo "  make clean          remove $(BUILD_DIR)/ and ./run"
 	@echo "Variables: ARCH=\"80;90\"  ARCH_HOPPER=90a  BUILD=Debug|Release  BUILD_DIR=build  JOBS=N"
@@ -94,6 +96,12 @@ docs: configure
 
 bench:
 	@bash bench/run.sh
+
+format:
+	@bash scripts/check-format.sh --fix
+
+format-check:
+	@bash scripts/check-format.sh
 
 clean:
 	rm -rf $(BUILD_DIR) run

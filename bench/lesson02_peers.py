@@ -35,9 +35,9 @@ import torch
 from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 LESSON_FNS = [  # (name in the output, symbol) for --lib
-    ("lesson02.v5-online-block", "softmax_v5_online_block"),
-    ("lesson02.v6-online-regs", "softmax_v6_online_regs"),
-    ("lesson02.v7-online-regs+smem", "softmax_v7_regs_smem"),
+    ("lesson02.v5-online-block", "l02_softmax_v5_online_block"),
+    ("lesson02.v6-online-regs", "l02_softmax_v6_online_regs"),
+    ("lesson02.v7-online-regs+smem", "l02_softmax_v7_regs_smem"),
 ]
 
 

@@ -2,10 +2,10 @@
  * @file attn_bf16.h
  * @brief Host-side bfloat16 conversion: round to nearest, ties to even; NaN stays NaN.
  *
- * A bf16 value is the upper 16 bits of an fp32 value. Converting down keeps those bits after rounding
- * on the lower 16: add 0x7FFF plus the lowest kept bit, then truncate. NaN must be handled first:
- * rounding a NaN whose payload sits only in the low bits would carry into the exponent or truncate to
- * infinity.
+ * A bf16 value is the upper 16 bits of an fp32 value. Converting down keeps those bits after
+ * rounding on the lower 16: add 0x7FFF plus the lowest kept bit, then truncate. NaN must be handled
+ * first: rounding a NaN whose payload sits only in the low bits would carry into the exponent or
+ * truncate to infinity.
  */
 #ifndef ATTN_BF16_H
 #define ATTN_BF16_H

@@ -6,9 +6,9 @@
  *           [--causal] [--block-size N] [--seed N] [--iters N] [--warmup N]
  *           [--check-only | --no-check] [--cpu] [--csv FILE] [--help]
  *
- * Bad input (an unknown option, a value that is not a number or is out of range, heads not divisible
- * by kv-heads, a head dimension the lesson does not build, a version that does not exist) is one line
- * on stderr naming the option and what is valid, and exit code 2.
+ * Bad input (an unknown option, a value that is not a number or is out of range, heads not
+ * divisible by kv-heads, a head dimension the lesson does not build, a version that does not exist)
+ * is one line on stderr naming the option and what is valid, and exit code 2.
  */
 #ifndef ATTN_CLI_H
 #define ATTN_CLI_H
@@ -43,12 +43,12 @@ typedef struct attn_options {
 
 /** What a lesson tells the parser. */
 typedef struct attn_cli_spec {
-  const char *program;        /**< name in messages and --help, e.g. "lesson-1" */
-  const char *title;          /**< one line under the usage */
-  attn_problem defaults;      /**< default shape (kv_heads 0: same as heads; seq_kv 0: same as seq_q) */
-  const int *dims;            /**< head dimensions the lesson builds, or NULL for any in 1..1024 */
-  int n_dims;                 /**< entries in dims */
-  int n_versions;             /**< valid VERSION numbers are 1..n_versions */
+  const char *program;   /**< name in messages and --help, e.g. "lesson-1" */
+  const char *title;     /**< one line under the usage */
+  attn_problem defaults; /**< default shape (kv_heads 0: same as heads; seq_kv 0: same as seq_q) */
+  const int *dims;       /**< head dimensions the lesson builds, or NULL for any in 1..1024 */
+  int n_dims;            /**< entries in dims */
+  int n_versions;        /**< valid VERSION numbers are 1..n_versions */
   const char *const *version_names; /**< for --help; may be NULL */
 } attn_cli_spec;
 

@@ -14,6 +14,8 @@
 typedef __nv_bfloat16 attn_bf16;
 
 /** Ceiling division for grid sizes. */
-static __host__ __device__ __forceinline__ int attn_cdiv(int a, int b) { return (a + b - 1) / b; }
+static __host__ __device__ __forceinline__ int attn_cdiv(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 #endif /* ATTN_CUDA_CUH */

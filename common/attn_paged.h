@@ -4,9 +4,9 @@
  *
  * Sequence b's token t lives in physical block `block_table[b * max_blocks + t / block_size]`, slot
  * `t % block_size`. Blocks are handed out in a random order (so a kernel that assumes contiguous
- * blocks fails), the pool has spare blocks nobody owns, and every slot no token owns, in spare blocks
- * and in the tail of each sequence's last block, holds NaN: a kernel that reads one poisons its
- * output. Unused table entries are -1.
+ * blocks fails), the pool has spare blocks nobody owns, and every slot no token owns, in spare
+ * blocks and in the tail of each sequence's last block, holds NaN: a kernel that reads one poisons
+ * its output. Unused table entries are -1.
  */
 #ifndef ATTN_PAGED_H
 #define ATTN_PAGED_H

@@ -2,10 +2,10 @@
  * @file attn_progress.h
  * @brief A progress line with an estimate, for CPU work that would otherwise sit silent.
  *
- * The reference of a big problem, or a CPU model at a large shape, can take minutes. A loop that may
- * run long calls attn_progress_update() as it goes; once the work is projected to take more than
- * min_seconds (2 s unless changed), a line such as `reference: 41% (2210 of 5376 rows), about 7 s
- * left` is rewritten in place on stderr. It is printed only when stderr is a terminal (or the
+ * The reference of a big problem, or a CPU model at a large shape, can take minutes. A loop that
+ * may run long calls attn_progress_update() as it goes; once the work is projected to take more
+ * than min_seconds (2 s unless changed), a line such as `reference: 41% (2210 of 5376 rows), about
+ * 7 s left` is rewritten in place on stderr. It is printed only when stderr is a terminal (or the
  * environment sets ATTN_PROGRESS=1), so logs and test output stay clean.
  */
 #ifndef ATTN_PROGRESS_H

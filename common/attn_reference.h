@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "attn_types.h"
+#include "attn_verify.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,8 +35,8 @@ size_t attn_row_lse_index(const attn_problem *p, size_t r);
  * @param rows    O row numbers; NULL means every row, in order (n_rows must be attn_rows(p))
  * @param n_rows  number of rows
  * @param o       out: `[n_rows, dim]` in double
- * @param lse     out: `[n_rows]` natural-log log-sum-exp (-inf for a row that sees no key); may be NULL
- * Runs rows in parallel with OpenMP where the build has it.
+ * @param lse     out: `[n_rows]` natural-log log-sum-exp (-inf for a row that sees no key); may be
+ * NULL Runs rows in parallel with OpenMP where the build has it.
  */
 void attn_reference(const attn_problem *p, const float *q, const float *k, const float *v,
                     const size_t *rows, size_t n_rows, double *o, double *lse);
@@ -50,6 +51,22 @@ void attn_reference(const attn_problem *p, const float *q, const float *k, const
  * @return a malloc'd array (caller frees) and its length in @p n_rows.
  */
 size_t *attn_sample_rows(const attn_problem *p, int per_head, uint64_t seed, size_t *n_rows);
+
+/** A CPU implementation of attention (a lesson's model): write O `[batch, seq_q, heads, dim]` and
+ *  the log-sum-exp `[batch, heads, seq_q]` for inputs in the harness's layout. @p ctx is the
+ * caller's. Returns 0, or non-zero when it cannot run. */
+typedef int (*attn_cpu_attention_fn)(const attn_problem *p, const float *q, const float *k,
+                                     const float *v, float *o, float *lse, void *ctx);
+
+/**
+ * Check a CPU implementation against the reference, the one way every lesson and test does it:
+ * seeded inputs (attn_fill_attention_input, streams 1-3 for Q, K, V), @p fn, the reference on every
+ * row, and verdicts for O (@p vo, fp32 tolerances) and the log-sum-exp (@p vl, as the runner judges
+ * an fp32 version's). Either verdict pointer may be NULL.
+ * @return 0 when both pass, 1 when one fails, -1 when memory ran out or @p fn returned non-zero.
+ */
+int attn_cpu_check(const attn_problem *p, uint64_t seed, attn_cpu_attention_fn fn, void *ctx,
+                   attn_verdict *vo, attn_verdict *vl);
 
 #ifdef __cplusplus
 }

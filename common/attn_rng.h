@@ -34,9 +34,9 @@ uint32_t attn_rng_below(attn_rng *r, uint32_t n);
 void attn_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t seed, uint64_t stream);
 
 /** The lessons' attention inputs: uniform in [-1, 1) plus 0.25, so the data is not centred on zero
- *  (an error that only flips signs or drops a constant cannot cancel out), then rounded to the nearest
- *  bf16 value. Every value is then exactly representable in fp32 and bf16, so fp32 and bf16 kernels
- *  see the same numbers and one double-precision reference serves both. */
+ *  (an error that only flips signs or drops a constant cannot cancel out), then rounded to the
+ * nearest bf16 value. Every value is then exactly representable in fp32 and bf16, so fp32 and bf16
+ * kernels see the same numbers and one double-precision reference serves both. */
 void attn_fill_attention_input(float *x, size_t n, uint64_t seed, uint64_t stream);
 
 #ifdef __cplusplus

@@ -2,16 +2,17 @@
  * @file attn_runner.h
  * @brief The one contract between a lesson and the harness: a lesson is a table of versions.
  *
- * A lesson program declares its versions (name, one-line summary, what it can run, the launcher) and
- * calls attn_main(). The harness parses the command line, prints the device header, makes inputs,
- * computes the reference, and for each version: skips it with a reason when it cannot run the shape
- * or the GPU, poisons its outputs, launches it, checks it, times it, and prints one table row (and a
- * CSV row with --csv).
+ * A lesson program declares its versions (name, one-line summary, what it can run, the launcher)
+ * and calls attn_main(). The harness parses the command line, prints the device header, makes
+ * inputs, computes the reference, and for each version: skips it with a reason when it cannot run
+ * the shape or the GPU, poisons its outputs, launches it, checks it, times it, and prints one table
+ * row (and a CSV row with --csv).
  *
  * Three kinds of version:
  *  - ATTN_DENSE: attention over dense BSHD tensors. The harness owns everything: inputs, reference,
  *    check (O, and the log-sum-exp when the version writes it), and the work model.
- *  - ATTN_PAGED: the same attention with K and V in a paged cache (attn_paged.h) built by the harness.
+ *  - ATTN_PAGED: the same attention with K and V in a paged cache (attn_paged.h) built by the
+ * harness.
  *  - ATTN_CUSTOM: anything else (bandwidth probes, softmax rows). The version brings its own setup,
  *    launch, check and work model through attn_custom; the harness still poisons, checks, times and
  *    prints through the same code.
@@ -89,8 +90,8 @@ typedef struct attn_custom {
   void (*work)(void *state, attn_work *w);
   /** Free everything. */
   void (*teardown)(void *state);
-  /** Optional: the bytes setup() will allocate for @p p on the GPU and on the host, so a problem that
-   *  cannot fit is refused before anything is allocated. NULL: not known in advance. */
+  /** Optional: the bytes setup() will allocate for @p p on the GPU and on the host, so a problem
+   * that cannot fit is refused before anything is allocated. NULL: not known in advance. */
   void (*footprint)(const attn_problem *p, double *device_bytes, double *host_bytes);
 } attn_custom;
 
@@ -106,12 +107,12 @@ typedef struct attn_version {
                             bf16 against the tensor-core peak */
   int min_sm;          /**< lowest compute capability it runs on (e.g. 80, 90); 0 for any */
   int writes_lse;      /**< 1 when the launcher writes the log-sum-exp (then it is checked) */
-  /** NULL when the version can run @p p, else the reason it cannot (a static string or one kept in a
-   *  static buffer). May be NULL itself: everything is supported. */
+  /** NULL when the version can run @p p, else the reason it cannot (a static string or one kept in
+   * a static buffer). May be NULL itself: everything is supported. */
   const char *(*supports)(const attn_problem *p);
-  attn_attention_fn launch;          /**< ATTN_DENSE and ATTN_PAGED */
+  attn_attention_fn launch;                   /**< ATTN_DENSE and ATTN_PAGED */
   size_t (*workspace)(const attn_problem *p); /**< scratch bytes; NULL for none */
-  const attn_custom *custom;         /**< ATTN_CUSTOM */
+  const attn_custom *custom;                  /**< ATTN_CUSTOM */
   /** Anything the lesson wants its launcher or setup to receive (attn_args::user,
    *  attn_setup_ctx::user), so one launcher serves several versions without a thunk per version. */
   const void *user;
@@ -119,39 +120,39 @@ typedef struct attn_version {
 
 /** How a version ended. */
 typedef enum attn_status {
-  ATTN_PASS = 0,    /**< checked and within tolerance */
-  ATTN_FAIL,        /**< checked and wrong */
-  ATTN_SKIPPED,     /**< could not run (shape, GPU, memory): the reason is in note */
-  ATTN_ERROR,       /**< a CUDA error */
-  ATTN_UNCHECKED    /**< --no-check: timed only */
+  ATTN_PASS = 0, /**< checked and within tolerance */
+  ATTN_FAIL,     /**< checked and wrong */
+  ATTN_SKIPPED,  /**< could not run (shape, GPU, memory): the reason is in note */
+  ATTN_ERROR,    /**< a CUDA error */
+  ATTN_UNCHECKED /**< --no-check: timed only */
 } attn_status;
 
 /** Everything measured for one version. */
 typedef struct attn_result {
   const attn_version *version; /**< the version measured */
-  int index;            /**< 1-based number in the lesson's table */
-  attn_status status;   /**< how it ended */
-  char note[192];       /**< skip reason or error */
-  attn_verdict verdict; /**< output (O for attention) */
-  attn_verdict verdict_lse; /**< log-sum-exp, when checked (compared > 0) */
-  int timed;            /**< 1 when the figures below are measured */
-  attn_timing timing;   /**< median, min, max of the timed runs */
-  attn_work work;       /**< the work model of one launch */
-  double tflops;        /**< work.flops / median time, 1e12/s */
-  double pct_flops;     /**< of the datasheet peak for the version's dtype (-1 when unknown) */
-  double gbs;           /**< work.bytes / median time, 1e9 bytes/s */
-  double pct_bw;        /**< of work.peak_gbs */
+  int index;                   /**< 1-based number in the lesson's table */
+  attn_status status;          /**< how it ended */
+  char note[192];              /**< skip reason or error */
+  attn_verdict verdict;        /**< output (O for attention) */
+  attn_verdict verdict_lse;    /**< log-sum-exp, when checked (compared > 0) */
+  int timed;                   /**< 1 when the figures below are measured */
+  attn_timing timing;          /**< median, min, max of the timed runs */
+  attn_work work;              /**< the work model of one launch */
+  double tflops;               /**< work.flops / median time, 1e12/s */
+  double pct_flops; /**< of the datasheet peak for the version's dtype (-1 when unknown) */
+  double gbs;       /**< work.bytes / median time, 1e9 bytes/s */
+  double pct_bw;    /**< of work.peak_gbs */
 } attn_result;
 
 /** A lesson. */
 typedef struct attn_lesson {
-  int number;                     /**< 1..7 */
-  const char *title;              /**< one line */
-  const attn_version *versions;   /**< the table, in teaching order */
-  int n_versions;                 /**< its length */
-  attn_problem defaults;          /**< the default shape */
-  const int *dims;                /**< head dimensions the lesson builds (NULL: any) */
-  int n_dims;                     /**< entries in dims */
+  int number;                   /**< 1..7 */
+  const char *title;            /**< one line */
+  const attn_version *versions; /**< the table, in teaching order */
+  int n_versions;               /**< its length */
+  attn_problem defaults;        /**< the default shape */
+  const int *dims;              /**< head dimensions the lesson builds (NULL: any) */
+  int n_dims;                   /**< entries in dims */
   /** Optional: CPU-only content (models, traffic counts), run before the GPU part, also with --cpu
    *  or without a GPU. Returns 0, or non-zero when something it checks fails. */
   int (*cpu_part)(const attn_options *o);
@@ -161,24 +162,24 @@ typedef struct attn_lesson {
 
 /**
  * The whole program: parse, header, CPU part, every selected version, table, CSV, report.
- * Exit code: 0 when every version that ran passed (or was skipped); 1 when a version failed its check
- * or hit a CUDA error, or the CPU part failed; 2 for bad command-line input. Without a usable GPU it
- * says so in one line, runs the CPU part and returns its result.
+ * Exit code: 0 when every version that ran passed (or was skipped); 1 when a version failed its
+ * check or hit a CUDA error, or the CPU part failed; 2 for bad command-line input. Without a usable
+ * GPU it says so in one line, runs the CPU part and returns its result.
  */
 int attn_main(int argc, char **argv, const attn_lesson *lesson);
 
 /**
  * Run the selected versions on a parsed problem and fill @p results (n_versions entries; versions
- * not selected get ATTN_SKIPPED with note "not selected"). @p dev must be a queried device. Prints the
- * table to @p out (NULL for silence). Returns the number of versions that failed or errored.
+ * not selected get ATTN_SKIPPED with note "not selected"). @p dev must be a queried device. Prints
+ * the table to @p out (NULL for silence). Returns the number of versions that failed or errored.
  */
 int attn_run_versions(const attn_lesson *lesson, const attn_options *o, const attn_device *dev,
                       attn_result *results, FILE *out);
 
 /**
- * The memory a run of the selected versions needs before any version-specific scratch: the harness's
- * shared inputs and the reference for dense and paged versions (per dtype used), plus the largest
- * footprint() of the custom versions. Bytes on the GPU and on the host.
+ * The memory a run of the selected versions needs before any version-specific scratch: the
+ * harness's shared inputs and the reference for dense and paged versions (per dtype used), plus the
+ * largest footprint() of the custom versions. Bytes on the GPU and on the host.
  */
 void attn_footprint(const attn_lesson *lesson, const attn_options *o, double *device_bytes,
                     double *host_bytes);
@@ -186,8 +187,8 @@ void attn_footprint(const attn_lesson *lesson, const attn_options *o, double *de
 /**
  * Refuse a problem that cannot fit: compare attn_footprint() with @p device_free and @p host_free
  * (bytes; a value <= 0 is not checked). Returns 0 when it fits; otherwise writes one line into
- * @p why with both figures and the largest size of the longest sequence axis (`--seq` or `--kv-seq`)
- * that fits, and returns -1.
+ * @p why with both figures and the largest size of the longest sequence axis (`--seq` or
+ * `--kv-seq`) that fits, and returns -1.
  */
 int attn_fits(const attn_lesson *lesson, const attn_options *o, double device_free,
               double host_free, char *why, size_t why_len);

@@ -27,8 +27,9 @@ typedef struct attn_timing {
 } attn_timing;
 
 /**
- * Time @p fn: @p warmup untimed runs, then @p iters timed runs, each between two events, with the L2
- * flushed before each when @p flush_l2. Returns the first CUDA error (the launch's or a runtime's).
+ * Time @p fn: @p warmup untimed runs, then @p iters timed runs, each between two events, with the
+ * L2 flushed before each when @p flush_l2. Returns the first CUDA error (the launch's or a
+ * runtime's).
  */
 cudaError_t attn_time(attn_launch_thunk fn, void *ctx, cudaStream_t stream, int warmup, int iters,
                       int flush_l2, attn_timing *out);

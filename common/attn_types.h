@@ -1,7 +1,7 @@
 /**
  * @file attn_types.h
- * @brief The vocabulary every lesson shares: data types, the problem shape, tensor layouts, the work
- *        model (flops and bytes), and the CUDA error-checking macros.
+ * @brief The vocabulary every lesson shares: data types, the problem shape, tensor layouts, the
+ * work model (flops and bytes), and the CUDA error-checking macros.
  *
  * Layouts (one set for all lessons):
  *  - dense Q and O: `[batch, seq_q, heads, dim]`, K and V: `[batch, seq_kv, kv_heads, dim]` (BSHD).
@@ -59,7 +59,8 @@ double attn_visible_pairs(const attn_problem *p);
 int attn_visible_keys(const attn_problem *p, int i);
 
 /** Floating-point work of the forward pass: 4 * dim flops per visible (query, key) pair
- *  (2*dim for QK^T, 2*dim for PV). Causal counts only visible pairs, about half for seq_q == seq_kv. */
+ *  (2*dim for QK^T, 2*dim for PV). Causal counts only visible pairs, about half for seq_q ==
+ * seq_kv. */
 double attn_flops(const attn_problem *p);
 
 /** The fewest bytes a forward pass must move through device memory: Q, K, V read once, O written
@@ -78,26 +79,27 @@ void attn_cuda_report(cudaError_t err, const char *call, const char *file, int l
 
 /** Evaluate a CUDA runtime call; on failure report it with file and line and return the error from
  *  the enclosing function (which must return cudaError_t). For launchers and harness code. */
-#define ATTN_TRY(call)                                                                             \
-  do {                                                                                             \
-    cudaError_t attn_err_ = (call);                                                                \
-    if (attn_err_ != cudaSuccess) {                                                                \
-      attn_cuda_report(attn_err_, #call, __FILE__, __LINE__);                                      \
-      return attn_err_;                                                                            \
-    }                                                                                              \
+#define ATTN_TRY(call)                                        \
+  do {                                                        \
+    cudaError_t attn_err_ = (call);                           \
+    if (attn_err_ != cudaSuccess) {                           \
+      attn_cuda_report(attn_err_, #call, __FILE__, __LINE__); \
+      return attn_err_;                                       \
+    }                                                         \
   } while (0)
 
 /** After a kernel launch: report and return a launch-configuration error, with file and line. */
 #define ATTN_TRY_LAUNCH() ATTN_TRY(cudaGetLastError())
 
-/** Evaluate a CUDA runtime call where failure is fatal (tests, programs' setup): report and exit(1). */
-#define ATTN_CHECK(call)                                                                           \
-  do {                                                                                             \
-    cudaError_t attn_err_ = (call);                                                                \
-    if (attn_err_ != cudaSuccess) {                                                                \
-      attn_cuda_report(attn_err_, #call, __FILE__, __LINE__);                                      \
-      exit(1);                                                                                     \
-    }                                                                                              \
+/** Evaluate a CUDA runtime call where failure is fatal (tests, programs' setup): report and
+ * exit(1). */
+#define ATTN_CHECK(call)                                      \
+  do {                                                        \
+    cudaError_t attn_err_ = (call);                           \
+    if (attn_err_ != cudaSuccess) {                           \
+      attn_cuda_report(attn_err_, #call, __FILE__, __LINE__); \
+      exit(1);                                                \
+    }                                                         \
   } while (0)
 
 #ifdef __cplusplus

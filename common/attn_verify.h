@@ -36,21 +36,25 @@ extern "C" {
 
 /** Error figures and the verdict. */
 typedef struct attn_verdict {
-  double tol_max_abs;   /**< pass needs max_abs <= this */
-  double tol_rel_l2;    /**< and rel_l2 <= this */
-  double max_abs;       /**< largest |got - ref| over compared elements */
-  double rel_l2;        /**< ||got - ref|| / ||ref|| (|| || is the L2 norm) */
-  double err_sq;        /**< running sum of (got - ref)^2 */
-  double ref_sq;        /**< running sum of ref^2 */
-  size_t compared;      /**< elements compared with the reference */
-  size_t scanned;       /**< elements scanned for poison and non-finite values */
-  size_t unwritten;     /**< elements still holding the poison pattern */
-  size_t nonfinite;     /**< NaN or infinity the kernel produced (or a mismatched infinity) */
-  int pass;             /**< set by attn_verdict_finish() */
+  double tol_max_abs; /**< pass needs max_abs <= this */
+  double tol_rel_l2;  /**< and rel_l2 <= this */
+  double max_abs;     /**< largest |got - ref| over compared elements */
+  double rel_l2;      /**< ||got - ref|| / ||ref|| (|| || is the L2 norm) */
+  double err_sq;      /**< running sum of (got - ref)^2 */
+  double ref_sq;      /**< running sum of ref^2 */
+  size_t compared;    /**< elements compared with the reference */
+  size_t scanned;     /**< elements scanned for poison and non-finite values */
+  size_t unwritten;   /**< elements still holding the poison pattern */
+  size_t nonfinite;   /**< NaN or infinity the kernel produced (or a mismatched infinity) */
+  int pass;           /**< set by attn_verdict_finish() */
 } attn_verdict;
 
 /** Start a verdict with the default tolerances for outputs of type @p t. */
 void attn_verdict_init(attn_verdict *v, attn_dtype t);
+
+/** Start a verdict for an fp32 log-sum-exp written by a version of dtype @p t: bf16 versions are
+ *  held to the bf16 tolerances, fp32 ones to an absolute 1e-3 (|lse| grows like log(seq_kv)). */
+void attn_verdict_init_lse(attn_verdict *v, attn_dtype t);
 
 /** Scan a whole output buffer (host copy) of @p n elements of type @p t: count unwritten elements
  *  and computed NaN; infinities count too unless @p allow_inf (for log-sum-exp, where a row with no

@@ -11,8 +11,8 @@ uint16_t attn_f32_to_bf16(float x) {
      * when the payload lived only in the discarded low half. */
     return (uint16_t)((u >> 16) | 0x0040u);
   }
-  uint32_t lsb = (u >> 16) & 1u;    /* lowest bit that survives */
-  u += 0x7FFFu + lsb;               /* round half to even; overflow carries into the exponent (inf) */
+  uint32_t lsb = (u >> 16) & 1u; /* lowest bit that survives */
+  u += 0x7FFFu + lsb;            /* round half to even; overflow carries into the exponent (inf) */
   return (uint16_t)(u >> 16);
 }
 
@@ -23,7 +23,9 @@ float attn_bf16_to_f32(uint16_t b) {
   return x;
 }
 
-float attn_round_bf16(float x) { return attn_bf16_to_f32(attn_f32_to_bf16(x)); }
+float attn_round_bf16(float x) {
+  return attn_bf16_to_f32(attn_f32_to_bf16(x));
+}
 
 void attn_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = attn_f32_to_bf16(src[i]);

@@ -26,24 +26,23 @@ enum {
   OPT_HELP = 'h'
 };
 
-static const struct option kOptions[] = {
-    {"batch", required_argument, NULL, OPT_BATCH},
-    {"heads", required_argument, NULL, OPT_HEADS},
-    {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
-    {"seq", required_argument, NULL, OPT_SEQ},
-    {"kv-seq", required_argument, NULL, OPT_KV_SEQ},
-    {"dim", required_argument, NULL, OPT_DIM},
-    {"causal", no_argument, NULL, OPT_CAUSAL},
-    {"block-size", required_argument, NULL, OPT_BLOCK_SIZE},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"iters", required_argument, NULL, OPT_ITERS},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"check-only", no_argument, NULL, OPT_CHECK_ONLY},
-    {"no-check", no_argument, NULL, OPT_NO_CHECK},
-    {"cpu", no_argument, NULL, OPT_CPU},
-    {"csv", required_argument, NULL, OPT_CSV},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0}};
+static const struct option kOptions[] = {{"batch", required_argument, NULL, OPT_BATCH},
+                                         {"heads", required_argument, NULL, OPT_HEADS},
+                                         {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
+                                         {"seq", required_argument, NULL, OPT_SEQ},
+                                         {"kv-seq", required_argument, NULL, OPT_KV_SEQ},
+                                         {"dim", required_argument, NULL, OPT_DIM},
+                                         {"causal", no_argument, NULL, OPT_CAUSAL},
+                                         {"block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+                                         {"seed", required_argument, NULL, OPT_SEED},
+                                         {"iters", required_argument, NULL, OPT_ITERS},
+                                         {"warmup", required_argument, NULL, OPT_WARMUP},
+                                         {"check-only", no_argument, NULL, OPT_CHECK_ONLY},
+                                         {"no-check", no_argument, NULL, OPT_NO_CHECK},
+                                         {"cpu", no_argument, NULL, OPT_CPU},
+                                         {"csv", required_argument, NULL, OPT_CSV},
+                                         {"help", no_argument, NULL, OPT_HELP},
+                                         {NULL, 0, NULL, 0}};
 
 static int fail(char *err, size_t len, const char *fmt, ...) {
   va_list ap;
@@ -94,8 +93,9 @@ int attn_problem_validate(const attn_problem *p, const int *dims, int n_dims, ch
   const struct {
     const char *name;
     int v;
-  } sizes[] = {{"--batch", p->batch},   {"--heads", p->heads}, {"--kv-heads", p->kv_heads},
-               {"--seq", p->seq_q},     {"--kv-seq", p->seq_kv}, {"--dim", p->dim},
+  } sizes[] = {{"--batch", p->batch},          {"--heads", p->heads},
+               {"--kv-heads", p->kv_heads},    {"--seq", p->seq_q},
+               {"--kv-seq", p->seq_kv},        {"--dim", p->dim},
                {"--block-size", p->block_size}};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
     if (sizes[i].v < 1 || sizes[i].v > ATTN_MAX_EXTENT) {
@@ -104,8 +104,9 @@ int attn_problem_validate(const attn_problem *p, const int *dims, int n_dims, ch
     }
   }
   if (p->kv_heads > p->heads || p->heads % p->kv_heads != 0) {
-    fail(err, err_len, "--heads %d is not a multiple of --kv-heads %d (each KV head serves a whole "
-                       "group of query heads)",
+    fail(err, err_len,
+         "--heads %d is not a multiple of --kv-heads %d (each KV head serves a whole "
+         "group of query heads)",
          p->heads, p->kv_heads);
     return -1;
   }
@@ -174,8 +175,7 @@ void attn_cli_usage(const attn_cli_spec *s, FILE *out) {
           d->causal ? "on" : "off", d->block_size);
   if (s->version_names) {
     fprintf(out, "\nversions:\n");
-    for (int i = 0; i < s->n_versions; ++i)
-      fprintf(out, "  %d  %s\n", i + 1, s->version_names[i]);
+    for (int i = 0; i < s->n_versions; ++i) fprintf(out, "  %d  %s\n", i + 1, s->version_names[i]);
   }
   fprintf(out, "\nexit code: 0 all checks passed (or skipped), 1 a check failed, 2 bad input\n");
 }
@@ -217,7 +217,9 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
         if (c == OPT_DIM) o->problem.dim = (int)v;
         if (c == OPT_BLOCK_SIZE) o->problem.block_size = (int)v;
         break;
-      case OPT_CAUSAL: o->problem.causal = 1; break;
+      case OPT_CAUSAL:
+        o->problem.causal = 1;
+        break;
       case OPT_SEED:
         if (parse_u64(optarg, &o->seed) != 0)
           return fail(err, err_len, "--seed must be a non-negative integer, got '%s'", optarg);
@@ -232,14 +234,22 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
           return fail(err, err_len, "--warmup must be an integer in 0..10000, got '%s'", optarg);
         o->warmup = (int)v;
         break;
-      case OPT_CHECK_ONLY: o->check_only = 1; break;
-      case OPT_NO_CHECK: o->no_check = 1; break;
-      case OPT_CPU: o->cpu_only = 1; break;
+      case OPT_CHECK_ONLY:
+        o->check_only = 1;
+        break;
+      case OPT_NO_CHECK:
+        o->no_check = 1;
+        break;
+      case OPT_CPU:
+        o->cpu_only = 1;
+        break;
       case OPT_CSV:
         if (!optarg || !*optarg) return fail(err, err_len, "--csv needs a file name");
         o->csv_path = optarg;
         break;
-      case OPT_HELP: attn_cli_usage(spec, out); return ATTN_CLI_HELP;
+      case OPT_HELP:
+        attn_cli_usage(spec, out);
+        return ATTN_CLI_HELP;
       case ':':
         return fail(err, err_len, "option '%s' needs a value (see --help)", argv[optind - 1]);
       default:

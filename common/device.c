@@ -10,11 +10,11 @@
 #endif
 
 /* Datasheet rates per SM per clock. FP32: CUDA cores x 2 (an FMA is two flops). bf16: the dense
- * tensor-core rate with fp32 accumulation, which is what the lessons use. Within one architecture the
- * GeForce parts run that mode at half the rate of their professional siblings, so a row may name a
- * part: the first row whose architecture matches and whose name (when it has one) occurs in the
- * device's name wins. Each figure is the whitepaper's or datasheet's TFLOP/s divided by SMs x boost
- * clock, as the comment on its row shows. */
+ * tensor-core rate with fp32 accumulation, which is what the lessons use. Within one architecture
+ * the GeForce parts run that mode at half the rate of their professional siblings, so a row may
+ * name a part: the first row whose architecture matches and whose name (when it has one) occurs in
+ * the device's name wins. Each figure is the whitepaper's or datasheet's TFLOP/s divided by SMs x
+ * boost clock, as the comment on its row shows. */
 typedef struct {
   int sm;
   const char *part; /* substring of the device name; NULL: any part of this architecture */
@@ -33,9 +33,9 @@ static const peak_row kPeaks[] = {
     {89, "L40S", 256.0, 1024.0},  /* L40S: 362 TFLOP/s / (142 SMs x 2.52 GHz) */
     {89, "L4", 256.0, 1024.0},    /* L4: 121 TFLOP/s / (58 SMs x 2.04 GHz); L40 (512) is below */
     {89, "RTX 6000 Ada", 256.0, 1024.0}, /* 364 TFLOP/s / (142 SMs x 2.505 GHz) */
-    {89, NULL, 256.0, 512.0},     /* RTX 40 (Ada whitepaper, RTX 4090): 165.2 / (128 x 2.52 GHz) */
-    {90, NULL, 256.0, 4096.0},    /* H100 SXM: 989 TFLOP/s / (132 SMs x 1.83 GHz); H200 the same */
-    {100, NULL, 256.0, 8192.0}    /* B200 */
+    {89, NULL, 256.0, 512.0},  /* RTX 40 (Ada whitepaper, RTX 4090): 165.2 / (128 x 2.52 GHz) */
+    {90, NULL, 256.0, 4096.0}, /* H100 SXM: 989 TFLOP/s / (132 SMs x 1.83 GHz); H200 the same */
+    {100, NULL, 256.0, 8192.0} /* B200 */
 };
 
 static const peak_row *peak_find(int sm, const char *name) {
@@ -74,9 +74,13 @@ double attn_datasheet_bf16_flops_for(int sm, const char *name) {
   return r ? r->bf16 : 0.0;
 }
 
-const char *attn_build_archs(void) { return ATTN_BUILD_ARCHS; }
+const char *attn_build_archs(void) {
+  return ATTN_BUILD_ARCHS;
+}
 
-int attn_device_sm(const attn_device *d) { return d->cc_major * 10 + d->cc_minor; }
+int attn_device_sm(const attn_device *d) {
+  return d->cc_major * 10 + d->cc_minor;
+}
 
 static int attr(enum cudaDeviceAttr a, int dev) {
   int v = 0;
@@ -93,16 +97,18 @@ int attn_no_device_reason(int device_count_error, int driver_version, int runtim
              "no usable CUDA device: no NVIDIA driver is installed on this machine (no GPU, or its "
              "driver is missing)");
   } else if (err == cudaErrorInsufficientDriver || driver_version < runtime_version) {
-    snprintf(why, why_len,
-             "no usable CUDA device: the NVIDIA driver supports CUDA up to %d.%d, this program was "
-             "built with CUDA %d.%d: update the driver, or build with a toolkit no newer than %d.%d",
-             driver_version / 1000, (driver_version % 1000) / 10, rt_major, rt_minor,
-             driver_version / 1000, (driver_version % 1000) / 10);
+    snprintf(
+        why, why_len,
+        "no usable CUDA device: the NVIDIA driver supports CUDA up to %d.%d, this program was "
+        "built with CUDA %d.%d: update the driver, or build with a toolkit no newer than %d.%d",
+        driver_version / 1000, (driver_version % 1000) / 10, rt_major, rt_minor,
+        driver_version / 1000, (driver_version % 1000) / 10);
   } else if (err == cudaErrorNoDevice || err == cudaSuccess) {
     const char *vis = getenv("CUDA_VISIBLE_DEVICES");
     if (vis)
       snprintf(why, why_len,
-               "no usable CUDA device: none is visible (CUDA_VISIBLE_DEVICES=\"%s\" hides them)", vis);
+               "no usable CUDA device: none is visible (CUDA_VISIBLE_DEVICES=\"%s\" hides them)",
+               vis);
     else
       snprintf(why, why_len, "no usable CUDA device: the driver is installed but finds no GPU");
   } else {
@@ -162,8 +168,9 @@ void attn_device_print(const attn_device *d, FILE *f) {
   fprintf(f, "memory   %.1f GiB, %d-bit bus at %d MHz: %.0f GB/s theoretical\n",
           d->global_mem_bytes / 1073741824.0, d->bus_width_bits, d->mem_clock_khz / 1000,
           d->mem_bw_gbs);
-  fprintf(f, "caches   L2 %.1f MiB, shared memory %zu KiB per SM (%zu KiB per block opt-in), "
-             "%d registers per SM\n",
+  fprintf(f,
+          "caches   L2 %.1f MiB, shared memory %zu KiB per SM (%zu KiB per block opt-in), "
+          "%d registers per SM\n",
           d->l2_bytes / 1048576.0, d->smem_per_sm_bytes / 1024, d->smem_per_block_optin / 1024,
           d->regs_per_sm);
   fprintf(f, "software driver %d.%d, runtime %d.%d, built for sm %s\n", d->driver_version / 1000,
@@ -180,7 +187,9 @@ void attn_device_print(const attn_device *d, FILE *f) {
       fprintf(f, ", bf16 tensor: none on this architecture (%% of peak not shown)");
     fprintf(f, "\n");
   } else {
-    fprintf(f, "peaks    sm_%d is not in the datasheet table (common/device.c): TFLOP/s are shown, "
-               "%% of peak is not\n", sm);
+    fprintf(f,
+            "peaks    sm_%d is not in the datasheet table (common/device.c): TFLOP/s are shown, "
+            "%% of peak is not\n",
+            sm);
   }
 }

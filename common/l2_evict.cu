@@ -4,8 +4,9 @@
  *
  * Why a read and not a cudaMemset: a memset leaves the L2 full of dirty lines, and the next (timed)
  * kernel pays to write them back to HBM as its own reads evict them: up to an L2's worth of extra
- * traffic, about 11% for a 0.5 GB kernel on an H200. A read leaves clean lines, which cost nothing to
- * evict, and it also writes back, outside the timed region, whatever the previous run left dirty.
+ * traffic, about 11% for a 0.5 GB kernel on an H200. A read leaves clean lines, which cost nothing
+ * to evict, and it also writes back, outside the timed region, whatever the previous run left
+ * dirty.
  */
 #include "attn_types.h"
 
@@ -26,7 +27,7 @@ static __global__ void l2_evict(const float4 *buf, size_t n, float *sink) {
  * `stream`. Called by attn_flush_l2() in timer.c. */
 extern "C" cudaError_t attn_l2_evict(const void *zeroed, size_t bytes, cudaStream_t stream) {
   l2_evict<<<1024, 256, 0, stream>>>((const float4 *)zeroed, bytes / sizeof(float4),
-                                      (float *)zeroed);
+                                     (float *)zeroed);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

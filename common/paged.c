@@ -51,7 +51,8 @@ int attn_paged_build(const attn_problem *p, const float *k, const float *v, uint
     c->seq_lens[b] = p->seq_kv;
     for (int j = 0; j < c->max_blocks; ++j) {
       int owned = j * bs < p->seq_kv;
-      c->block_table[(size_t)b * c->max_blocks + j] = owned ? perm[(size_t)b * c->max_blocks + j] : -1;
+      c->block_table[(size_t)b * c->max_blocks + j] =
+          owned ? perm[(size_t)b * c->max_blocks + j] : -1;
     }
     for (int t = 0; t < p->seq_kv; ++t) {
       int blk = c->block_table[(size_t)b * c->max_blocks + t / bs];

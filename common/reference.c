@@ -7,6 +7,7 @@
 
 #include "attn_progress.h"
 #include "attn_rng.h"
+#include "attn_verify.h"
 
 void attn_row_coords(const attn_problem *p, size_t r, int *b, int *i, int *h) {
   *h = (int)(r % (size_t)p->heads);
@@ -122,4 +123,46 @@ size_t *attn_sample_rows(const attn_problem *p, int per_head, uint64_t seed, siz
     if (u == 0 || rows[t] != rows[u - 1]) rows[u++] = rows[t];
   *n_rows = u;
   return rows;
+}
+
+int attn_cpu_check(const attn_problem *p, uint64_t seed, attn_cpu_attention_fn fn, void *ctx,
+                   attn_verdict *vo, attn_verdict *vl) {
+  const size_t nq = attn_q_elems(p), nkv = attn_kv_elems(p), rows = attn_rows(p);
+  float *q = (float *)malloc(sizeof(float) * (nq ? nq : 1));
+  float *k = (float *)malloc(sizeof(float) * (nkv ? nkv : 1));
+  float *v = (float *)malloc(sizeof(float) * (nkv ? nkv : 1));
+  float *o = (float *)malloc(sizeof(float) * (nq ? nq : 1));
+  float *lse = (float *)malloc(sizeof(float) * (rows ? rows : 1));
+  double *ro = (double *)malloc(sizeof(double) * (nq ? nq : 1));
+  double *rl = (double *)malloc(sizeof(double) * (rows ? rows : 1));
+  attn_verdict o_v, l_v;
+  if (!vo) vo = &o_v;
+  if (!vl) vl = &l_v;
+  int rc = -1;
+  if (!q || !k || !v || !o || !lse || !ro || !rl) goto done;
+  attn_fill_attention_input(q, nq, seed, 1);
+  attn_fill_attention_input(k, nkv, seed, 2);
+  attn_fill_attention_input(v, nkv, seed, 3);
+  memset(o, ATTN_POISON_BYTE, sizeof(float) * nq); /* unwritten elements must show */
+  memset(lse, ATTN_POISON_BYTE, sizeof(float) * rows);
+  if (fn(p, q, k, v, o, lse, ctx) != 0) goto done;
+  attn_reference(p, q, k, v, NULL, rows, ro, rl);
+  attn_verdict_init(vo, ATTN_F32);
+  attn_verdict_scan(vo, ATTN_F32, o, nq, 0);
+  for (size_t x = 0; x < nq; ++x) attn_verdict_add(vo, o[x], ro[x]);
+  attn_verdict_finish(vo);
+  attn_verdict_init_lse(vl, ATTN_F32);
+  attn_verdict_scan(vl, ATTN_F32, lse, rows, 1);
+  for (size_t r = 0; r < rows; ++r) attn_verdict_add(vl, lse[attn_row_lse_index(p, r)], rl[r]);
+  attn_verdict_finish(vl);
+  rc = vo->pass && vl->pass ? 0 : 1;
+done:
+  free(q);
+  free(k);
+  free(v);
+  free(o);
+  free(lse);
+  free(ro);
+  free(rl);
+  return rc;
 }

@@ -20,7 +20,9 @@ uint32_t attn_rng_u32(attn_rng *r) {
   return (xorshifted >> rot) | (xorshifted << ((32u - rot) & 31u));
 }
 
-float attn_rng_uniform(attn_rng *r) { return (float)(attn_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+float attn_rng_uniform(attn_rng *r) {
+  return (float)(attn_rng_u32(r) >> 8) * (1.0f / 16777216.0f);
+}
 
 uint32_t attn_rng_below(attn_rng *r, uint32_t n) {
   /* Reject the top partial range so every residue is equally likely. */

@@ -13,16 +13,22 @@
 #include "attn_rng.h"
 #include "attn_timer.h"
 
-/* Rows sampled per (batch, head) beyond the first and last, when a problem is too big to check whole. */
+/* Rows sampled per (batch, head) beyond the first and last, when a problem is too big to check
+ * whole. */
 #define SAMPLE_ROWS_PER_HEAD 8
 
 const char *attn_status_name(attn_status s) {
   switch (s) {
-    case ATTN_PASS: return "PASS";
-    case ATTN_FAIL: return "FAIL";
-    case ATTN_SKIPPED: return "skipped";
-    case ATTN_ERROR: return "ERROR";
-    case ATTN_UNCHECKED: return "unchecked";
+    case ATTN_PASS:
+      return "PASS";
+    case ATTN_FAIL:
+      return "FAIL";
+    case ATTN_SKIPPED:
+      return "skipped";
+    case ATTN_ERROR:
+      return "ERROR";
+    case ATTN_UNCHECKED:
+      return "unchecked";
   }
   return "?";
 }
@@ -33,19 +39,20 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- Inputs shared by the attention versions of one run --------------------------------------- */
+/* ---- Inputs shared by the attention versions of one run ---------------------------------------
+ */
 
 typedef struct dense_inputs {
   const attn_problem *p;
   uint64_t seed;
-  float *hq, *hk, *hv;           /* host, fp32 values that are exact in bf16 */
-  size_t *rows;                  /* rows the reference covers */
+  float *hq, *hk, *hv; /* host, fp32 values that are exact in bf16 */
+  size_t *rows;        /* rows the reference covers */
   size_t n_rows;
-  double *ref_o, *ref_lse;       /* [n_rows, dim], [n_rows] */
-  void *dq[2], *dk[2], *dv[2];   /* device copies per dtype (index attn_dtype) */
-  attn_paged paged;              /* host paged cache, built on first use */
+  double *ref_o, *ref_lse;     /* [n_rows, dim], [n_rows] */
+  void *dq[2], *dk[2], *dv[2]; /* device copies per dtype (index attn_dtype) */
+  attn_paged paged;            /* host paged cache, built on first use */
   int paged_built;
-  void *dkc[2], *dvc[2];         /* device caches per dtype */
+  void *dkc[2], *dvc[2]; /* device caches per dtype */
   int *d_table, *d_lens;
 } dense_inputs;
 
@@ -136,7 +143,8 @@ static void inputs_free(dense_inputs *in) {
   if (in->paged_built) attn_paged_free(&in->paged);
 }
 
-/* ---- One attention version ---------------------------------------------------------------------- */
+/* ---- One attention version ----------------------------------------------------------------------
+ */
 
 typedef struct dense_launch {
   const attn_version *v;
@@ -168,7 +176,8 @@ static int sticky(cudaError_t e) {
          e == cudaErrorUnknown;
 }
 
-/* Record a CUDA failure in the result and report it on stderr with the file and line that saw it. */
+/* Record a CUDA failure in the result and report it on stderr with the file and line that saw it.
+ */
 #define set_error(r, e, where) set_error_at((r), (e), (where), __FILE__, __LINE__)
 static void set_error_at(attn_result *r, cudaError_t e, const char *where, const char *file,
                          int line) {
@@ -253,7 +262,8 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
       set_error(r, e, "poison");
       goto done;
     }
-    if ((e = dense_thunk(&dl, stream)) != cudaSuccess || (e = cudaStreamSynchronize(stream)) != cudaSuccess) {
+    if ((e = dense_thunk(&dl, stream)) != cudaSuccess ||
+        (e = cudaStreamSynchronize(stream)) != cudaSuccess) {
       set_error(r, e, "launch");
       goto done;
     }
@@ -281,13 +291,7 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
     if (v->writes_lse) {
       /* fp32 log-sum-exp of unit-scale scores: judged with fp32 absolute tolerance scaled by its
        * magnitude (|lse| grows like log(seq_kv)). */
-      attn_verdict_init(&r->verdict_lse, ATTN_F32);
-      if (v->dtype == ATTN_BF16) {
-        r->verdict_lse.tol_max_abs = ATTN_TOL_BF16_MAX_ABS;
-        r->verdict_lse.tol_rel_l2 = ATTN_TOL_BF16_REL_L2;
-      } else {
-        r->verdict_lse.tol_max_abs = 1e-3;
-      }
+      attn_verdict_init_lse(&r->verdict_lse, v->dtype);
       attn_verdict_scan(&r->verdict_lse, ATTN_F32, host_lse, attn_rows(p), 1);
       for (size_t t = 0; t < in->n_rows; ++t)
         attn_verdict_add(&r->verdict_lse, host_lse[attn_row_lse_index(p, in->rows[t])],
@@ -370,7 +374,8 @@ done:
   c->teardown(cl.state);
 }
 
-/* ---- Table ---------------------------------------------------------------------------------------- */
+/* ---- Table
+ * ---------------------------------------------------------------------------------------- */
 
 static void table_header(FILE *out) {
   fprintf(out, "\n%2s  %-22s %-5s %-9s %9s %9s %10s %9s %6s %9s %6s\n", "#", "version", "dtype",
@@ -500,9 +505,12 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
   return failures;
 }
 
-/* ---- Will it fit? --------------------------------------------------------------------------------- */
+/* ---- Will it fit?
+ * --------------------------------------------------------------------------------- */
 
-static int selected(const attn_options *o, int i) { return o->version == 0 || o->version == i + 1; }
+static int selected(const attn_options *o, int i) {
+  return o->version == 0 || o->version == i + 1;
+}
 
 void attn_footprint(const attn_lesson *L, const attn_options *o, double *device_bytes,
                     double *host_bytes) {
@@ -575,7 +583,8 @@ int attn_fits(const attn_lesson *L, const attn_options *o, double dev_free, doub
   const int both = o->problem.seq_q == o->problem.seq_kv;
   const int kv = !both && o->problem.seq_kv > o->problem.seq_q;
   const char *axis = kv ? "--kv-seq" : "--seq";
-  int lo = 0, hi = kv ? o->problem.seq_kv : o->problem.seq_q; /* lo fits (0: none yet), hi does not */
+  int lo = 0,
+      hi = kv ? o->problem.seq_kv : o->problem.seq_q; /* lo fits (0: none yet), hi does not */
   while (hi - lo > 1) {
     int mid = lo + (hi - lo) / 2;
     if (kv || both) t.problem.seq_kv = mid;
@@ -590,18 +599,21 @@ int attn_fits(const attn_lesson *L, const attn_options *o, double dev_free, doub
     snprintf(tail, sizeof tail, "the largest %s that fits is %d", axis, lo);
   else
     snprintf(tail, sizeof tail, "no %s fits: lower --batch or --heads", axis);
-  snprintf(why, why_len,
-           "problem too large: it needs %.2f GB on the GPU (%.2f GB free) and %.2f GB of host memory "
-           "(%.2f GB available); %s",
-           d / 1e9, dev_free / 1e9, h / 1e9, host_free / 1e9, tail);
+  snprintf(
+      why, why_len,
+      "problem too large: it needs %.2f GB on the GPU (%.2f GB free) and %.2f GB of host memory "
+      "(%.2f GB available); %s",
+      d / 1e9, dev_free / 1e9, h / 1e9, host_free / 1e9, tail);
   return -1;
 }
 
-/* ---- The program ---------------------------------------------------------------------------------- */
+/* ---- The program
+ * ---------------------------------------------------------------------------------- */
 
 static void csv_header(FILE *f) {
-  fprintf(f, "lesson,version,name,dtype,batch,heads,kv_heads,seq_q,seq_kv,dim,causal,status,max_abs,"
-             "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note\n");
+  fprintf(f,
+          "lesson,version,name,dtype,batch,heads,kv_heads,seq_q,seq_kv,dim,causal,status,max_abs,"
+          "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note\n");
 }
 
 /* One row per selected version; returns the number of rows. */
@@ -613,15 +625,15 @@ static int csv_rows(FILE *f, const attn_lesson *L, const attn_options *o, const 
     const attn_result *r = &rs[i];
     if (o->version != 0 && o->version != i + 1) continue;
     fprintf(f, "%d,%d,%s,%s,%d,%d,%d,%d,%d,%d,%d,%s,", L->number, r->index, r->version->name,
-            attn_dtype_name(r->version->dtype), p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
-            p->dim, p->causal, attn_status_name(r->status));
+            attn_dtype_name(r->version->dtype), p->batch, p->heads, p->kv_heads, p->seq_q,
+            p->seq_kv, p->dim, p->causal, attn_status_name(r->status));
     if (r->status == ATTN_PASS || r->status == ATTN_FAIL)
       fprintf(f, "%.3e,%.3e,", r->verdict.max_abs, r->verdict.rel_l2);
     else
       fprintf(f, ",,");
     if (r->timed && r->pct_flops >= 0)
-      fprintf(f, "%.5f,%.3f,%.2f,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->pct_flops, r->gbs,
-              r->pct_bw, r->work.peak_label ? r->work.peak_label : "HBM");
+      fprintf(f, "%.5f,%.3f,%.2f,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->pct_flops,
+              r->gbs, r->pct_bw, r->work.peak_label ? r->work.peak_label : "HBM");
     else if (r->timed)
       fprintf(f, "%.5f,%.3f,,%.2f,%.2f,%s,", r->timing.median_ms, r->tflops, r->gbs, r->pct_bw,
               r->work.peak_label ? r->work.peak_label : "HBM");

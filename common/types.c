@@ -4,9 +4,13 @@
 
 #include "attn_types.h"
 
-size_t attn_dtype_size(attn_dtype t) { return t == ATTN_BF16 ? 2 : 4; }
+size_t attn_dtype_size(attn_dtype t) {
+  return t == ATTN_BF16 ? 2 : 4;
+}
 
-const char *attn_dtype_name(attn_dtype t) { return t == ATTN_BF16 ? "bf16" : "fp32"; }
+const char *attn_dtype_name(attn_dtype t) {
+  return t == ATTN_BF16 ? "bf16" : "fp32";
+}
 
 float attn_scale(const attn_problem *p) {
   return p->scale != 0.0f ? p->scale : 1.0f / sqrtf((float)p->dim);
@@ -31,7 +35,9 @@ double attn_visible_pairs(const attn_problem *p) {
   return per_seq * p->batch * p->heads;
 }
 
-double attn_flops(const attn_problem *p) { return 4.0 * p->dim * attn_visible_pairs(p); }
+double attn_flops(const attn_problem *p) {
+  return 4.0 * p->dim * attn_visible_pairs(p);
+}
 
 size_t attn_q_elems(const attn_problem *p) {
   return (size_t)p->batch * p->seq_q * p->heads * p->dim;
@@ -41,7 +47,9 @@ size_t attn_kv_elems(const attn_problem *p) {
   return (size_t)p->batch * p->seq_kv * p->kv_heads * p->dim;
 }
 
-size_t attn_rows(const attn_problem *p) { return (size_t)p->batch * p->heads * p->seq_q; }
+size_t attn_rows(const attn_problem *p) {
+  return (size_t)p->batch * p->heads * p->seq_q;
+}
 
 double attn_min_bytes(const attn_problem *p, attn_dtype t, int with_lse) {
   double e = (double)attn_dtype_size(t);

@@ -12,6 +12,16 @@ void attn_verdict_init(attn_verdict *v, attn_dtype t) {
   v->tol_rel_l2 = t == ATTN_BF16 ? ATTN_TOL_BF16_REL_L2 : ATTN_TOL_F32_REL_L2;
 }
 
+void attn_verdict_init_lse(attn_verdict *v, attn_dtype t) {
+  attn_verdict_init(v, ATTN_F32);
+  if (t == ATTN_BF16) {
+    v->tol_max_abs = ATTN_TOL_BF16_MAX_ABS;
+    v->tol_rel_l2 = ATTN_TOL_BF16_REL_L2;
+  } else {
+    v->tol_max_abs = 1e-3;
+  }
+}
+
 double attn_load(attn_dtype t, const void *buf, size_t i) {
   if (t == ATTN_BF16) return attn_bf16_to_f32(((const uint16_t *)buf)[i]);
   return ((const float *)buf)[i];
@@ -65,7 +75,8 @@ void attn_verdict_finish(attn_verdict *v) {
 }
 
 void attn_verdict_print(const attn_verdict *v, FILE *f) {
-  fprintf(f, "max_abs %.2e  rel_l2 %.2e  (tol %.0e / %.0e)  compared %zu  unwritten %zu  nonfinite %zu",
-          v->max_abs, v->rel_l2, v->tol_max_abs, v->tol_rel_l2, v->compared, v->unwritten,
-          v->nonfinite);
+  fprintf(
+      f, "max_abs %.2e  rel_l2 %.2e  (tol %.0e / %.0e)  compared %zu  unwritten %zu  nonfinite %zu",
+      v->max_abs, v->rel_l2, v->tol_max_abs, v->tol_rel_l2, v->compared, v->unwritten,
+      v->nonfinite);
 }

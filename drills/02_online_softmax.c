@@ -10,19 +10,19 @@
  */
 #include "online_state.h"
 
-online_ml online_ml_push(online_ml s, float x) {
+l02_online_ml l02_online_ml_push(l02_online_ml s, float x) {
   (void)x;
   /* TODO: the online update */
   return s;
 }
 
-online_ml online_ml_merge(online_ml a, online_ml b) {
+l02_online_ml l02_online_ml_merge(l02_online_ml a, l02_online_ml b) {
   (void)b;
   /* TODO: merge two partial softmaxes */
   return a;
 }
 
-void online_mlo_push(online_mlo *s, float score, const float *v, int dim) {
+void l02_online_mlo_push(l02_online_mlo *s, float score, const float *v, int dim) {
   (void)s;
   (void)score;
   (void)v;
@@ -30,14 +30,14 @@ void online_mlo_push(online_mlo *s, float score, const float *v, int dim) {
   /* TODO: the (m, l, O) update for one key */
 }
 
-void online_mlo_merge(online_mlo *a, const online_mlo *b, int dim) {
+void l02_online_mlo_merge(l02_online_mlo *a, const l02_online_mlo *b, int dim) {
   (void)a;
   (void)b;
   (void)dim;
   /* TODO: merge b into a */
 }
 
-void online_mlo_finish(const online_mlo *s, int dim, float *out, float *lse) {
+void l02_online_mlo_finish(const l02_online_mlo *s, int dim, float *out, float *lse) {
   (void)s;
   (void)dim;
   (void)out;

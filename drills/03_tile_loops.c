@@ -15,38 +15,38 @@
  */
 #include "tile_loops.h"
 
-void fa1_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
+void l03_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
   (void)m_floats;
   (void)d;
   *br = 0;
   *bc = 0;
 }
 
-int fa1_num_tiles(int len, int tile) {
+int l03_num_tiles(int len, int tile) {
   (void)len;
   (void)tile;
   return 0;
 }
 
-int fa1_tile_start(int t, int tile) {
+int l03_tile_start(int t, int tile) {
   (void)t;
   (void)tile;
   return 0;
 }
 
-int fa1_tile_end(int t, int tile, int len) {
+int l03_tile_end(int t, int tile, int len) {
   (void)t;
   (void)tile;
   (void)len;
   return 0;
 }
 
-fa1_tile_class fa1_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv) {
+l03_tile_class l03_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv) {
   (void)i;
   (void)j;
   (void)br;
   (void)bc;
   (void)seq_q;
   (void)seq_kv;
-  return (fa1_tile_class)0;
+  return (l03_tile_class)0;
 }

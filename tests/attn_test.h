@@ -24,7 +24,8 @@ static inline void attn_test_gpu_or_skip(attn_device *d) {
   printf("device: %s (sm_%d, %d SMs)\n", d->name, attn_device_sm(d), d->sm_count);
 }
 
-/** Run @p s and return the exit code. GPU suites pass @p nofork = 1: CUDA does not survive fork(). */
+/** Run @p s and return the exit code. GPU suites pass @p nofork = 1: CUDA does not survive fork().
+ */
 static inline int attn_test_run(Suite *s, int nofork) {
   SRunner *sr = srunner_create(s);
   if (nofork) srunner_set_fork_status(sr, CK_NOFORK);

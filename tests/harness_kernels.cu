@@ -51,7 +51,7 @@ static __global__ void row_attention(attn_problem p, const void *q, const void *
     for (int d = 0; d < p.dim; ++d) s += ld(q, r * p.dim + d, bf16) * ld(k, kr + d, bf16);
     s *= scale;
     float m_new = fmaxf(m, s);
-    float corr = expf(m - m_new); // 0 on the first key (m = -inf)
+    float corr = expf(m - m_new);  // 0 on the first key (m = -inf)
     float w = expf(s - m_new);
     l = l * corr + w;
     for (int d = 0; d < p.dim; ++d) acc[d] = acc[d] * corr + w * ld(v, kr + d, bf16);
@@ -68,9 +68,8 @@ static cudaError_t launch(const attn_problem *p, const attn_args *a, cudaStream_
   int threads = 128;
   unsigned blocks = (unsigned)((rows + threads - 1) / threads);
   row_attention<<<blocks, threads, 0, s>>>(*p, a->q, paged ? a->k_cache : a->k,
-                                           paged ? a->v_cache : a->v,
-                                           paged ? a->block_table : NULL, a->max_blocks, a->o,
-                                           a->lse, bf16, fault);
+                                           paged ? a->v_cache : a->v, paged ? a->block_table : NULL,
+                                           a->max_blocks, a->o, a->lse, bf16, fault);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
@@ -78,7 +77,8 @@ static cudaError_t launch(const attn_problem *p, const attn_args *a, cudaStream_
 extern "C" cudaError_t th_attention_f32(const attn_problem *p, const attn_args *a, cudaStream_t s) {
   return launch(p, a, s, 0, 0, FAULT_NONE);
 }
-extern "C" cudaError_t th_attention_bf16(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+extern "C" cudaError_t th_attention_bf16(const attn_problem *p, const attn_args *a,
+                                         cudaStream_t s) {
   return launch(p, a, s, 1, 0, FAULT_NONE);
 }
 extern "C" cudaError_t th_attention_paged_bf16(const attn_problem *p, const attn_args *a,

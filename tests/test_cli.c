@@ -1,5 +1,5 @@
-/* The shared command line: good input parses; every kind of bad input is one line naming the option,
- * and attn_main() exits 2 on it. */
+/* The shared command line: good input parses; every kind of bad input is one line naming the
+ * option, and attn_main() exits 2 on it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,23 +7,14 @@
 
 static const int kDims[] = {64, 128};
 static const attn_version kVersions[3] = {
-    {.name = "one",
-     .summary = "first",
-     .kind = ATTN_DENSE,
-     .dtype = ATTN_F32},
-    {.name = "two",
-     .summary = "second",
-     .kind = ATTN_DENSE,
-     .dtype = ATTN_F32},
-    {.name = "three",
-     .summary = "third",
-     .kind = ATTN_DENSE,
-     .dtype = ATTN_BF16},
+    {.name = "one", .summary = "first", .kind = ATTN_DENSE, .dtype = ATTN_F32},
+    {.name = "two", .summary = "second", .kind = ATTN_DENSE, .dtype = ATTN_F32},
+    {.name = "three", .summary = "third", .kind = ATTN_DENSE, .dtype = ATTN_BF16},
 };
-static const attn_lesson kLesson = {9, "test lesson", kVersions, 3,
-                                    {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, NULL, NULL};
-static const attn_cli_spec kSpec = {"lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f},
-                                    kDims, 2, 3, NULL};
+static const attn_lesson kLesson = {
+    9, "test lesson", kVersions, 3, {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, NULL, NULL};
+static const attn_cli_spec kSpec = {
+    "lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, 3, NULL};
 
 static int parse(const char *const *args, attn_options *o, char *err) {
   char *argv[32];
@@ -49,8 +40,10 @@ START_TEST(defaults_and_good_values) {
   ck_assert_int_eq(o.iters, 20);
   ck_assert_uint_eq(o.seed, 1);
 
-  const char *a1[] = {"--heads", "32", "--kv-heads", "4", "--seq", "17", "--dim", "128", "--causal",
-                      "--seed", "18446744073709551615", "--iters", "5", "--csv", "x.csv", "2", NULL};
+  const char *a1[] = {
+      "--heads",  "32",     "--kv-heads",           "4",       "--seq", "17",    "--dim", "128",
+      "--causal", "--seed", "18446744073709551615", "--iters", "5",     "--csv", "x.csv", "2",
+      NULL};
   ck_assert_int_eq(parse(a1, &o, err), ATTN_CLI_OK);
   ck_assert_int_eq(o.problem.heads, 32);
   ck_assert_int_eq(o.problem.kv_heads, 4);

@@ -197,7 +197,8 @@ START_TEST(reference_causal_bottom_right_alignment) {
 END_TEST
 
 START_TEST(reference_gqa_head_mapping) {
-  /* heads 4, kv_heads 2: query heads 0,1 read KV head 0 (V = 3), heads 2,3 read KV head 1 (V = 7). */
+  /* heads 4, kv_heads 2: query heads 0,1 read KV head 0 (V = 3), heads 2,3 read KV head 1 (V = 7).
+   */
   attn_problem p = attn_test_problem(1, 4, 2, 2, 3, 4, 0);
   size_t nq = attn_q_elems(&p), nkv = attn_kv_elems(&p);
   float q[2 * 4 * 4], k[3 * 2 * 4], v[3 * 2 * 4];
@@ -400,6 +401,40 @@ START_TEST(datasheet_table) {
 }
 END_TEST
 
+/* CPU "implementations" for attn_cpu_check: the reference itself, one that skips the last row of O
+ * (ctx != NULL), and one that fails. */
+static int cpu_exact(const attn_problem *p, const float *q, const float *k, const float *v,
+                     float *o, float *lse, void *ctx) {
+  const size_t nq = attn_q_elems(p), rows = attn_rows(p);
+  double *ro = (double *)malloc(sizeof(double) * nq), *rl = (double *)malloc(sizeof(double) * rows);
+  attn_reference(p, q, k, v, NULL, rows, ro, rl);
+  const size_t skip = ctx ? (size_t)p->dim : 0;
+  for (size_t x = 0; x + skip < nq; ++x) o[x] = (float)ro[x];
+  for (size_t r = 0; r < rows; ++r) lse[attn_row_lse_index(p, r)] = (float)rl[r];
+  free(ro);
+  free(rl);
+  return 0;
+}
+
+static int cpu_broken(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, float *lse, void *ctx) {
+  (void)p, (void)q, (void)k, (void)v, (void)o, (void)lse, (void)ctx;
+  return 1;
+}
+
+START_TEST(cpu_check_passes_exact_and_catches_unwritten) {
+  attn_problem p = attn_test_problem(1, 4, 2, 33, 47, 64, 1);
+  attn_verdict vo, vl;
+  ck_assert_int_eq(attn_cpu_check(&p, 5, cpu_exact, NULL, &vo, &vl), 0);
+  ck_assert(vo.pass && vl.pass);
+  ck_assert_uint_eq(vo.compared, attn_q_elems(&p));
+  int skip_last_row = 1;
+  ck_assert_int_eq(attn_cpu_check(&p, 5, cpu_exact, &skip_last_row, &vo, &vl), 1);
+  ck_assert_uint_eq(vo.unwritten, (size_t)p.dim);
+  ck_assert_int_eq(attn_cpu_check(&p, 5, cpu_broken, NULL, NULL, NULL), -1);
+}
+END_TEST
+
 START_TEST(no_device_reasons_tell_the_cases_apart) {
   char why[320];
   attn_no_device_reason(cudaErrorInsufficientDriver, 0, 13000, why, sizeof why);
@@ -425,7 +460,8 @@ static void fake_footprint(const attn_problem *p, double *dev, double *host) {
 
 START_TEST(problems_that_cannot_fit_are_refused_with_the_largest_that_fits) {
   static const attn_custom custom = {.footprint = fake_footprint};
-  static const attn_version versions[1] = {{.name = "fake", .kind = ATTN_CUSTOM, .custom = &custom}};
+  static const attn_version versions[1] = {
+      {.name = "fake", .kind = ATTN_CUSTOM, .custom = &custom}};
   attn_lesson L;
   memset(&L, 0, sizeof L);
   L.number = 2;
@@ -490,7 +526,7 @@ START_TEST(progress_line_only_when_long_and_enabled) {
   attn_progress_begin(&pr, "reference", "rows", 1000);
   pr.out = f;
   pr.enabled = 1;
-  pr.t0 -= 1.0;          /* one second spent on 10 rows: 100 s projected */
+  pr.t0 -= 1.0; /* one second spent on 10 rows: 100 s projected */
   attn_progress_update(&pr, 10);
   attn_progress_end(&pr);
   rewind(f);
@@ -540,6 +576,7 @@ int main(void) {
   tcase_add_test(tc, work_model_counts);
   tcase_add_test(tc, datasheet_table);
   tcase_add_test(tc, no_device_reasons_tell_the_cases_apart);
+  tcase_add_test(tc, cpu_check_passes_exact_and_catches_unwritten);
   tcase_add_test(tc, problems_that_cannot_fit_are_refused_with_the_largest_that_fits);
   tcase_add_test(tc, dense_footprint_counts_inputs_per_dtype);
   tcase_add_test(tc, progress_line_only_when_long_and_enabled);

@@ -1,6 +1,6 @@
 /* GPU tests of the harness itself: the device figures, the timer, and the runner driving small test
- * kernels (harness_kernels.cu): correct ones must PASS on awkward shapes, broken ones must FAIL with
- * the right diagnosis, and versions the GPU or shape cannot run must be skipped with a reason.
+ * kernels (harness_kernels.cu): correct ones must PASS on awkward shapes, broken ones must FAIL
+ * with the right diagnosis, and versions the GPU or shape cannot run must be skipped with a reason.
  * Exits 77 (skipped) without a usable GPU. */
 #include <math.h>
 #include <stdlib.h>
@@ -60,9 +60,12 @@ static void affine_teardown(void *state) {
   free(s->hy);
   free(s);
 }
-static const attn_custom kAffine = {.setup = affine_setup, .poison = affine_poison,
-                                    .launch = affine_launch, .check = affine_check,
-                                    .work = affine_work, .teardown = affine_teardown};
+static const attn_custom kAffine = {.setup = affine_setup,
+                                    .poison = affine_poison,
+                                    .launch = affine_launch,
+                                    .check = affine_check,
+                                    .work = affine_work,
+                                    .teardown = affine_teardown};
 
 static const char *dim_le_128(const attn_problem *p) {
   return p->dim > TH_MAX_DIM ? "test kernels take dim <= 128" : NULL;
@@ -125,11 +128,12 @@ START_TEST(device_figures_are_sane) {
 }
 END_TEST
 
-/* Awkward shapes: one token, not a multiple of anything, GQA, causal with q_len != kv_len both ways. */
+/* Awkward shapes: one token, not a multiple of anything, GQA, causal with q_len != kv_len both
+ * ways. */
 static const attn_problem kShapes[] = {
-    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f},     {2, 8, 2, 17, 33, 64, 1, 16, 0.0f},
-    {1, 4, 4, 40, 23, 128, 1, 16, 0.0f},  {1, 2, 2, 1, 1000, 64, 0, 16, 0.0f},
-    {3, 8, 1, 5, 77, 128, 0, 7, 0.0f},    {1, 4, 2, 64, 64, 64, 1, 32, 0.0f},
+    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f},    {2, 8, 2, 17, 33, 64, 1, 16, 0.0f},
+    {1, 4, 4, 40, 23, 128, 1, 16, 0.0f}, {1, 2, 2, 1, 1000, 64, 0, 16, 0.0f},
+    {3, 8, 1, 5, 77, 128, 0, 7, 0.0f},   {1, 4, 2, 64, 64, 64, 1, 32, 0.0f},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 

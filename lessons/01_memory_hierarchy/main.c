@@ -5,4 +5,6 @@
  */
 #include "memory_hierarchy.h"
 
-int main(int argc, char **argv) { return attn_main(argc, argv, &attn_lesson01); }
+int main(int argc, char **argv) {
+  return attn_main(argc, argv, &l01_lesson);
+}

@@ -51,7 +51,7 @@ enum l01_version_number {
 };
 
 /** Lesson 01's table of versions, for main.c and the tests. */
-extern const attn_lesson attn_lesson01;
+extern const attn_lesson l01_lesson;
 
 /** The lesson's CPU part: prints the traffic model of the chosen shape and checks it against the
  *  harness's own counts. Returns 0, or 1 when they disagree.
@@ -101,9 +101,8 @@ l01_probe_config l01_probe_config_get(void);
 
 /** The bits of element @p i of the hash pattern: exponent of 1.0 and 23 hashed mantissa bits, so a
  *  float in [1, 2) that is never NaN and never the poison pattern. */
-#define L01_HASH_BITS(i)                                                                           \
-  (0x3F800000u |                                                                                   \
-   (((uint32_t)((uint64_t)(i) ^ ((uint64_t)(i) >> 32)) * 2654435761u) >> 9))
+#define L01_HASH_BITS(i) \
+  (0x3F800000u | (((uint32_t)((uint64_t)(i) ^ ((uint64_t)(i) >> 32)) * 2654435761u) >> 9))
 
 /** Element @p i of the hash pattern, on the host. @param i element index */
 static inline float l01_hash_value(uint64_t i) {
@@ -186,7 +185,7 @@ cudaError_t l01_copy(float *dst, const float *src, size_t n, cudaStream_t stream
 /** Words of the shared tile the shared-memory probe reads: 32 rows of 33 words, plus slack. */
 #define L01_SMEM_WORDS (32 * 33 + 32)
 /** Word @p w of block @p blk's shared tile: an integer in [0, 3], so every sum stays exact. */
-#define L01_SMEM_VALUE(w, blk) ((float)((unsigned)((w) * 7u + (unsigned)(blk)) & 3u))
+#define L01_SMEM_VALUE(w, blk) ((float)((unsigned)((w)*7u + (unsigned)(blk)) & 3u))
 
 /**
  * Where lane `l` of a warp reads its k-th word (k = 0..31): word `l * lane_stride + k * k_stride`.
@@ -233,7 +232,7 @@ float l01_smem_expected(l01_smem_layout layout, size_t thread, int iters);
 /** Independent FMA chains per thread of the FMA probe (enough to hide the FMA latency). */
 #define L01_FMA_CHAINS 16
 /** Start of chain @p c of global thread @p g: an exact float in [1, 2). */
-#define L01_FMA_START(g, c)                                                                        \
+#define L01_FMA_START(g, c) \
   (1.0f + (float)((((unsigned)(g)) * 16u + (unsigned)(c)) & 255u) * 0.00390625f)
 
 /** Blocks that fill every SM once (occupancy API). @param sm_count SMs @param grid out: blocks */
@@ -252,7 +251,7 @@ cudaError_t l01_fma(float *out, int iters, float a, float b, int grid, cudaStrea
 float l01_fma_expected(size_t thread, int iters, float a, float b);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Naive attention (v1_naive.cu) */
+/* Naive attention (v15_naive.cu) */
 
 /** Row pitch of S and P in floats: seq_kv rounded up to 4, so every row starts 16-byte aligned.
  *  @param p the problem */

@@ -155,7 +155,9 @@ static void l01_smem_work(void *state, attn_work *w) {
   w->peak_label = "SMEM";
 }
 
-static void l01_smem_teardown(void *state) { l01_smem_free((l01_smem *)state); }
+static void l01_smem_teardown(void *state) {
+  l01_smem_free((l01_smem *)state);
+}
 
 static cudaError_t l01_setup_smem_row(void **s, const attn_setup_ctx *c, const char **k) {
   return l01_smem_setup(s, c, k, L01_SMEM_ROW);
@@ -170,9 +172,11 @@ static cudaError_t l01_setup_smem_pad33(void **s, const attn_setup_ctx *c, const
   return l01_smem_setup(s, c, k, L01_SMEM_PAD33);
 }
 
-#define L01_SMEM_CUSTOM(setup_fn)                                                                  \
-  {.setup = setup_fn, .poison = l01_smem_poison, .launch = l01_smem_launch,                       \
-   .check = l01_smem_check, .work = l01_smem_work, .teardown = l01_smem_teardown}
+#define L01_SMEM_CUSTOM(setup_fn)                                                 \
+  {                                                                               \
+    .setup = setup_fn, .poison = l01_smem_poison, .launch = l01_smem_launch,      \
+    .check = l01_smem_check, .work = l01_smem_work, .teardown = l01_smem_teardown \
+  }
 
 const attn_custom l01_smem_row = L01_SMEM_CUSTOM(l01_setup_smem_row);
 const attn_custom l01_smem_stride2 = L01_SMEM_CUSTOM(l01_setup_smem_stride2);
@@ -266,8 +270,13 @@ static void l01_fma_work(void *state, attn_work *w) {
   w->flops = 2.0 * L01_FMA_CHAINS * (double)st->iters * (double)st->threads;
 }
 
-static void l01_fma_teardown(void *state) { l01_fma_free((l01_fma_state *)state); }
+static void l01_fma_teardown(void *state) {
+  l01_fma_free((l01_fma_state *)state);
+}
 
-const attn_custom l01_fma_probe = {.setup = l01_fma_setup, .poison = l01_fma_poison,
-                                   .launch = l01_fma_launch, .check = l01_fma_check,
-                                   .work = l01_fma_work, .teardown = l01_fma_teardown};
+const attn_custom l01_fma_probe = {.setup = l01_fma_setup,
+                                   .poison = l01_fma_poison,
+                                   .launch = l01_fma_launch,
+                                   .check = l01_fma_check,
+                                   .work = l01_fma_work,
+                                   .teardown = l01_fma_teardown};

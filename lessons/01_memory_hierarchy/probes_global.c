@@ -18,7 +18,9 @@ void l01_probe_configure(const l01_probe_config *c) {
   }
 }
 
-l01_probe_config l01_probe_config_get(void) { return l01_config; }
+l01_probe_config l01_probe_config_get(void) {
+  return l01_config;
+}
 
 void l01_verdict_exact(attn_verdict *v) {
   v->tol_max_abs = 0.0;
@@ -112,14 +114,14 @@ static void l01_global_free(l01_global *st) {
   free(st);
 }
 
-#define L01_GLOBAL_TRY(call)                                                                       \
-  do {                                                                                             \
-    cudaError_t l01_err_ = (call);                                                                 \
-    if (l01_err_ != cudaSuccess) {                                                                 \
-      attn_cuda_report(l01_err_, #call, __FILE__, __LINE__);                                       \
-      l01_global_free(st);                                                                         \
-      return l01_err_;                                                                             \
-    }                                                                                              \
+#define L01_GLOBAL_TRY(call)                                 \
+  do {                                                       \
+    cudaError_t l01_err_ = (call);                           \
+    if (l01_err_ != cudaSuccess) {                           \
+      attn_cuda_report(l01_err_, #call, __FILE__, __LINE__); \
+      l01_global_free(st);                                   \
+      return l01_err_;                                       \
+    }                                                        \
   } while (0)
 
 /* Largest multiple of @p unit not above @p bytes, at least one unit. */
@@ -286,11 +288,13 @@ static void l01_global_work(void *state, attn_work *w) {
   const double buffer = (double)st->n * sizeof(float);
   memset(w, 0, sizeof *w);
   w->bytes = st->op == L01_COPY16 ? 2.0 * buffer : buffer * st->passes;
-  w->peak_gbs = 0.0;       /* the device's HBM figure (for the L2 probe: a multiple of it) */
+  w->peak_gbs = 0.0; /* the device's HBM figure (for the L2 probe: a multiple of it) */
   w->peak_label = "HBM";
 }
 
-static void l01_global_teardown(void *state) { l01_global_free((l01_global *)state); }
+static void l01_global_teardown(void *state) {
+  l01_global_free((l01_global *)state);
+}
 
 static cudaError_t l01_setup_read4(void **s, const attn_setup_ctx *c, const char **k) {
   return l01_global_setup(s, c, k, L01_READ4, 0);
@@ -308,9 +312,11 @@ static cudaError_t l01_setup_l2(void **s, const attn_setup_ctx *c, const char **
   return l01_global_setup(s, c, k, L01_READ16, 1);
 }
 
-#define L01_GLOBAL_CUSTOM(setup_fn)                                                                \
-  {.setup = setup_fn, .poison = l01_global_poison, .launch = l01_global_launch,                   \
-   .check = l01_global_check, .work = l01_global_work, .teardown = l01_global_teardown}
+#define L01_GLOBAL_CUSTOM(setup_fn)                                                     \
+  {                                                                                     \
+    .setup = setup_fn, .poison = l01_global_poison, .launch = l01_global_launch,        \
+    .check = l01_global_check, .work = l01_global_work, .teardown = l01_global_teardown \
+  }
 
 const attn_custom l01_hbm_read4 = L01_GLOBAL_CUSTOM(l01_setup_read4);
 const attn_custom l01_hbm_read16 = L01_GLOBAL_CUSTOM(l01_setup_read16);

@@ -50,14 +50,14 @@ static void l01_link_free(l01_link *st) {
   free(st);
 }
 
-#define L01_LINK_TRY(call)                                                                         \
-  do {                                                                                             \
-    cudaError_t l01_err_ = (call);                                                                 \
-    if (l01_err_ != cudaSuccess) {                                                                 \
-      attn_cuda_report(l01_err_, #call, __FILE__, __LINE__);                                       \
-      l01_link_free(st);                                                                           \
-      return l01_err_;                                                                             \
-    }                                                                                              \
+#define L01_LINK_TRY(call)                                   \
+  do {                                                       \
+    cudaError_t l01_err_ = (call);                           \
+    if (l01_err_ != cudaSuccess) {                           \
+      attn_cuda_report(l01_err_, #call, __FILE__, __LINE__); \
+      l01_link_free(st);                                     \
+      return l01_err_;                                       \
+    }                                                        \
   } while (0)
 
 /* One cudaMemcpyAsync, for attn_time(). */
@@ -216,7 +216,9 @@ static void l01_link_work(void *state, attn_work *w) {
   w->peak_label = "pinned";
 }
 
-static void l01_link_teardown(void *state) { l01_link_free((l01_link *)state); }
+static void l01_link_teardown(void *state) {
+  l01_link_free((l01_link *)state);
+}
 
 static cudaError_t l01_setup_h2d_pageable(void **s, const attn_setup_ctx *c, const char **k) {
   return l01_link_setup(s, c, k, 0, 0);
@@ -231,9 +233,11 @@ static cudaError_t l01_setup_d2h_pinned(void **s, const attn_setup_ctx *c, const
   return l01_link_setup(s, c, k, 1, 1);
 }
 
-#define L01_LINK_CUSTOM(setup_fn)                                                                  \
-  {.setup = setup_fn, .poison = l01_link_poison, .launch = l01_link_launch,                       \
-   .check = l01_link_check, .work = l01_link_work, .teardown = l01_link_teardown}
+#define L01_LINK_CUSTOM(setup_fn)                                                 \
+  {                                                                               \
+    .setup = setup_fn, .poison = l01_link_poison, .launch = l01_link_launch,      \
+    .check = l01_link_check, .work = l01_link_work, .teardown = l01_link_teardown \
+  }
 
 const attn_custom l01_h2d_pageable = L01_LINK_CUSTOM(l01_setup_h2d_pageable);
 const attn_custom l01_h2d_pinned = L01_LINK_CUSTOM(l01_setup_h2d_pinned);

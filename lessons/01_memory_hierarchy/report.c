@@ -10,7 +10,7 @@
 
 /* The result of version @p number when it was checked (or ran unchecked) and timed, else NULL. */
 static const attn_result *l01_timed(const attn_result *r, int n, int number) {
-  const attn_version *want = &attn_lesson01.versions[number - 1];
+  const attn_version *want = &l01_lesson.versions[number - 1];
   for (int i = 0; i < n; ++i) {
     if (r[i].version != want && r[i].index != number) continue;
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) return NULL;
@@ -63,7 +63,9 @@ static double l01_host_ram_bytes(void) {
 }
 
 /* 1 when the device is an H200 (the only datasheet the lesson quotes). */
-static int l01_is_h200(const attn_device *dev) { return strstr(dev->name, "H200") != NULL; }
+static int l01_is_h200(const attn_device *dev) {
+  return strstr(dev->name, "H200") != NULL;
+}
 
 /* The H200 datasheet's HBM3e figure, GB/s. */
 static const double l01_h200_hbm_datasheet_gbs = 4800.0;
@@ -172,10 +174,11 @@ static void l01_print_widths_and_banks(const attn_result *r, int n) {
            l01_bw(bw3, sizeof bw3, copy->gbs));
   }
   if (copy != NULL && r16 != NULL) {
-    printf("Copy probe: %.0f bytes read + the same written per run; read probe: %.0f bytes.\n"
-           "  PyTorch on the same bytes: python3 bench/lesson01_peers.py --copy-bytes %.0f "
-           "--read-bytes %.0f\n",
-           copy->work.bytes / 2.0, r16->work.bytes, copy->work.bytes / 2.0, r16->work.bytes);
+    printf(
+        "Copy probe: %.0f bytes read + the same written per run; read probe: %.0f bytes.\n"
+        "  PyTorch on the same bytes: python3 bench/lesson01_peers.py --copy-bytes %.0f "
+        "--read-bytes %.0f\n",
+        copy->work.bytes / 2.0, r16->work.bytes, copy->work.bytes / 2.0, r16->work.bytes);
   }
   if (pageable != NULL && pinned != NULL) {
     printf("Host to device: pageable reaches %.0f%% of pinned\n",
@@ -289,9 +292,10 @@ static int l01_print_naive(const attn_options *o, const attn_device *dev, const 
   if (fma != NULL) printf(" (/ measured FMA rate %.3f ms)", executed / (fma->tflops * 1e12) * 1e3);
   printf("\n");
   if (tc_floor > 0) {
-    printf("          flops / bf16 tensor-core peak %.3f ms: with tensor-core matmuls the S/P "
-           "traffic alone is %.0fx the compute\n",
-           tc_floor, mem_floor / tc_floor);
+    printf(
+        "          flops / bf16 tensor-core peak %.3f ms: with tensor-core matmuls the S/P "
+        "traffic alone is %.0fx the compute\n",
+        tc_floor, mem_floor / tc_floor);
   }
   printf("  measured %.3f ms: %.0f%% of it is the memory floor\n", naive->timing.median_ms,
          100.0 * mem_floor / naive->timing.median_ms);
@@ -319,8 +323,9 @@ static int l01_print_naive(const attn_options *o, const attn_device *dev, const 
 
 int l01_report(const attn_options *o, const attn_device *dev, const attn_result *results, int n) {
   if (dev == NULL) {
-    printf("\nNo GPU: the pyramid and the roofline need measurements; the model above is all that "
-           "runs on the CPU.\n");
+    printf(
+        "\nNo GPU: the pyramid and the roofline need measurements; the model above is all that "
+        "runs on the CPU.\n");
     return 0;
   }
   l01_print_pyramid(dev, results, n);

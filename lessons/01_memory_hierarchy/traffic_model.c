@@ -28,7 +28,9 @@ void l01_naive_traffic(const l01_shape *s, l01_traffic *t) {
   t->total = t->qk + t->softmax + t->pv;
 }
 
-double l01_fused_bytes(const l01_shape *s) { return 2.0 * l01_q_bytes(s) + 2.0 * l01_kv_bytes(s); }
+double l01_fused_bytes(const l01_shape *s) {
+  return 2.0 * l01_q_bytes(s) + 2.0 * l01_kv_bytes(s);
+}
 
 double l01_visible_pairs(const l01_shape *s) {
   double per_sequence = 0.0;
@@ -52,9 +54,13 @@ double l01_naive_flops(const l01_shape *s) {
   return 4.0 * s->batch * s->heads * (double)s->seq_q * s->seq_kv * s->dim;
 }
 
-double l01_useful_flops(const l01_shape *s) { return 4.0 * s->dim * l01_visible_pairs(s); }
+double l01_useful_flops(const l01_shape *s) {
+  return 4.0 * s->dim * l01_visible_pairs(s);
+}
 
-double l01_intensity(double flops, double bytes) { return bytes > 0.0 ? flops / bytes : 0.0; }
+double l01_intensity(double flops, double bytes) {
+  return bytes > 0.0 ? flops / bytes : 0.0;
+}
 
 double l01_ridge(double peak_tflops, double peak_gbs) {
   return peak_gbs > 0.0 ? peak_tflops * 1e12 / (peak_gbs * 1e9) : 0.0;

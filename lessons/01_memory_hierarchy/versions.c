@@ -5,9 +5,11 @@
 #include "memory_hierarchy.h"
 #include "probes.h"
 
-#define L01_PROBE(nm, text, cust)                                                                  \
-  {.name = (nm), .summary = (text), .kind = ATTN_CUSTOM, .dtype = ATTN_F32, .min_sm = 80,         \
-   .writes_lse = 0, .supports = NULL, .launch = NULL, .workspace = NULL, .custom = (cust)}
+#define L01_PROBE(nm, text, cust)                                                          \
+  {                                                                                        \
+    .name = (nm), .summary = (text), .kind = ATTN_CUSTOM, .dtype = ATTN_F32, .min_sm = 80, \
+    .writes_lse = 0, .supports = NULL, .launch = NULL, .workspace = NULL, .custom = (cust) \
+  }
 
 static const attn_version l01_versions[] = {
     L01_PROBE("h2d-pageable", "host to device from malloc memory (driver stages it)",
@@ -19,8 +21,7 @@ static const attn_version l01_versions[] = {
     L01_PROBE("hbm-read-4B", "sum 4 GiB (>= 8 x L2), 4-byte loads", &l01_hbm_read4),
     L01_PROBE("hbm-read-16B", "sum 4 GiB (>= 8 x L2), 16-byte loads", &l01_hbm_read16),
     L01_PROBE("hbm-write-16B", "write 2 GiB (>= 8 x L2), 16-byte stores", &l01_hbm_write16),
-    L01_PROBE("hbm-copy-16B", "copy 1 GiB into another 1 GiB, 16-byte accesses",
-              &l01_hbm_copy16),
+    L01_PROBE("hbm-copy-16B", "copy 1 GiB into another 1 GiB, 16-byte accesses", &l01_hbm_copy16),
     L01_PROBE("l2-read-16B", "the 16-byte read, many passes over a third of the L2",
               &l01_l2_read16),
     L01_PROBE("smem-row", "shared memory, a warp reads a row: 32 banks, no conflict",
@@ -47,7 +48,7 @@ static const attn_version l01_versions[] = {
 _Static_assert(sizeof l01_versions / sizeof l01_versions[0] == L01_N_VERSIONS,
                "l01_version_number must list every row of the table");
 
-const attn_lesson attn_lesson01 = {
+const attn_lesson l01_lesson = {
     .number = 1,
     .title = "The memory hierarchy, measured; naive attention that lives in HBM",
     .versions = l01_versions,
@@ -80,7 +81,9 @@ l01_shape l01_shape_of(const attn_problem *p) {
 }
 
 /* Agreement within a relative 1e-12 (both sides are sums of exact integers in double). */
-static int l01_same(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)); }
+static int l01_same(double a, double b) {
+  return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b));
+}
 
 int l01_cpu_part(const attn_options *o) {
   const attn_problem *p = &o->problem;
@@ -95,8 +98,9 @@ int l01_cpu_part(const attn_options *o) {
   printf("):\n");
   printf("  S = [batch, heads, seq_q, seq_kv] = [%d, %d, %d, %d] fp32: %.0f bytes = %.3f GiB\n",
          s.batch, s.heads, s.seq_q, s.seq_kv, s_bytes, s_bytes / (1 << 30));
-  printf("  (P has the same size; the softmax writes P over S, so one buffer holds both; S is\n"
-         "   processed whole, every (batch, head) in one launch per kernel)\n");
+  printf(
+      "  (P has the same size; the softmax writes P over S, so one buffer holds both; S is\n"
+      "   processed whole, every (batch, head) in one launch per kernel)\n");
   printf("  traffic = (Q + K + V + O) + 4 S + lse: S written, read, written as P, read; fp32\n");
   printf("  HBM traffic, each tensor counted once per kernel that touches it:\n");
   printf("    kernel 1  S = QK^T*scale   read Q, K; write S        %10.3f GB\n", t.qk / 1e9);

@@ -13,30 +13,30 @@
  * another. */
 enum { STREAM_VALUES = 21, STREAM_OFFSETS = 22, STREAM_WILD = 23, STREAM_CHECK = 24 };
 
-size_t softmax_rows(const attn_problem *p) {
+size_t l02_softmax_rows(const attn_problem *p) {
   return attn_rows(p);
 }
 
-int softmax_cols(const attn_problem *p) {
+int l02_softmax_cols(const attn_problem *p) {
   return p->seq_kv;
 }
 
-const char *softmax_shape_supports(const attn_problem *p) {
-  const size_t rows = softmax_rows(p);
+const char *l02_softmax_shape_supports(const attn_problem *p) {
+  const size_t rows = l02_softmax_rows(p);
   if (rows > 0x7fffffffu) return "more than 2^31 - 1 rows";
-  if ((double)rows * (double)softmax_cols(p) > (double)SOFTMAX_MAX_ELEMS)
+  if ((double)rows * (double)l02_softmax_cols(p) > (double)L02_MAX_ELEMS)
     return "the scores matrix has more than 2^32 elements (16 GiB of fp32)";
   return NULL;
 }
 
-void softmax_fill(float *x, size_t rows, int cols, softmax_data kind, uint64_t seed) {
+void l02_softmax_fill(float *x, size_t rows, int cols, l02_softmax_data kind, uint64_t seed) {
   const size_t n = rows * (size_t)cols;
-  if (kind == SOFTMAX_DATA_SMALL) {
+  if (kind == L02_DATA_SMALL) {
     attn_fill_uniform(x, n, -4.0f, 4.0f, seed, STREAM_VALUES);
     return;
   }
   attn_fill_uniform(x, n, -8.0f, 8.0f, seed, STREAM_VALUES);
-  if (kind == SOFTMAX_DATA_SCORES) {
+  if (kind == L02_DATA_SCORES) {
     attn_rng r;
     attn_rng_seed(&r, seed, STREAM_OFFSETS);
     for (size_t i = 7; i < rows; i += 8) {
@@ -46,7 +46,7 @@ void softmax_fill(float *x, size_t rows, int cols, softmax_data kind, uint64_t s
     }
     return;
   }
-  /* SOFTMAX_DATA_WILD */
+  /* L02_DATA_WILD */
   attn_rng r;
   attn_rng_seed(&r, seed, STREAM_WILD);
   for (size_t i = 0; i < rows; ++i) {
@@ -63,10 +63,10 @@ void softmax_fill(float *x, size_t rows, int cols, softmax_data kind, uint64_t s
   }
 }
 
-void softmax_mask_causal(float *x, const attn_problem *p) {
+void l02_softmax_mask_causal(float *x, const attn_problem *p) {
   if (!p->causal) return;
-  const size_t rows = softmax_rows(p);
-  const int cols = softmax_cols(p);
+  const size_t rows = l02_softmax_rows(p);
+  const int cols = l02_softmax_cols(p);
   for (size_t r = 0; r < rows; ++r) {
     int b, i, h;
     attn_row_coords(p, r, &b, &i, &h);
@@ -75,13 +75,13 @@ void softmax_mask_causal(float *x, const attn_problem *p) {
   }
 }
 
-void softmax_row_naive_cpu(const float *x, int n, float *y) {
+void l02_softmax_row_naive_cpu(const float *x, int n, float *y) {
   float l = 0.0f;
   for (int j = 0; j < n; ++j) l += expf(x[j]);
   for (int j = 0; j < n; ++j) y[j] = l > 0.0f ? expf(x[j]) / l : 0.0f;
 }
 
-void softmax_row_safe_cpu(const float *x, int n, float *y) {
+void l02_softmax_row_safe_cpu(const float *x, int n, float *y) {
   float m = -INFINITY;
   for (int j = 0; j < n; ++j) m = fmaxf(m, x[j]);
   if (m == -INFINITY) {
@@ -94,15 +94,15 @@ void softmax_row_safe_cpu(const float *x, int n, float *y) {
   for (int j = 0; j < n; ++j) y[j] = expf(x[j] - m) * inv;
 }
 
-void softmax_row_online_cpu(const float *x, int n, float *y) {
-  online_ml s = online_ml_empty();
-  for (int j = 0; j < n; ++j) s = online_ml_push(s, x[j]);
+void l02_softmax_row_online_cpu(const float *x, int n, float *y) {
+  l02_online_ml s = l02_online_ml_empty();
+  for (int j = 0; j < n; ++j) s = l02_online_ml_push(s, x[j]);
   const float m_ref = s.m == -INFINITY ? 0.0f : s.m;
   const float inv = s.l > 0.0f ? 1.0f / s.l : 0.0f;
   for (int j = 0; j < n; ++j) y[j] = expf(x[j] - m_ref) * inv;
 }
 
-void softmax_row_reference(const float *x, int n, double *y) {
+void l02_softmax_row_reference(const float *x, int n, double *y) {
   double m = -INFINITY;
   for (int j = 0; j < n; ++j)
     if (x[j] > m) m = x[j];
@@ -123,7 +123,7 @@ static int cmp_size(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-size_t *softmax_check_rows(size_t rows, int cols, uint64_t seed, size_t *n) {
+size_t *l02_softmax_check_rows(size_t rows, int cols, uint64_t seed, size_t *n) {
   *n = 0;
   if (rows == 0) return (size_t *)malloc(1);
   if ((double)rows * cols <= (double)(1 << 22)) {
@@ -153,20 +153,20 @@ size_t *softmax_check_rows(size_t rows, int cols, uint64_t seed, size_t *n) {
   return list;
 }
 
-int softmax_judge(attn_verdict *v, const float *x, const float *y, size_t rows, int cols,
-                  const size_t *check, size_t n) {
+int l02_softmax_judge(attn_verdict *v, const float *x, const float *y, size_t rows, int cols,
+                      const size_t *check, size_t n) {
   attn_verdict_scan(v, ATTN_F32, y, rows * (size_t)cols, 0);
   double *ref = (double *)malloc(sizeof(double) * (size_t)cols);
   if (!ref) return -1;
   for (size_t c = 0; c < n; ++c) {
     const size_t r = check[c];
-    softmax_row_reference(x + r * (size_t)cols, cols, ref);
+    l02_softmax_row_reference(x + r * (size_t)cols, cols, ref);
     for (int j = 0; j < cols; ++j) attn_verdict_add(v, y[r * (size_t)cols + j], ref[j]);
   }
   free(ref);
   return 0;
 }
 
-double softmax_model_bytes(int reads, size_t rows, int cols) {
+double l02_softmax_model_bytes(int reads, size_t rows, int cols) {
   return (reads + 1.0) * (double)rows * (double)cols * sizeof(float);
 }

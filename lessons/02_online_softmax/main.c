@@ -2,5 +2,5 @@
 #include "online_softmax.h"
 
 int main(int argc, char **argv) {
-  return attn_main(argc, argv, &attn_lesson02);
+  return attn_main(argc, argv, &l02_lesson);
 }

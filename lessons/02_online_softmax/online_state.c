@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-online_ml online_ml_push(online_ml s, float x) {
+l02_online_ml l02_online_ml_push(l02_online_ml s, float x) {
   float m_new = fmaxf(s.m, x);
   if (m_new == -INFINITY) return s; /* only masked scores so far: still empty */
   /* Everything in l was summed relative to s.m; re-base it on m_new. When x does not raise the max,
@@ -19,10 +19,10 @@ online_ml online_ml_push(online_ml s, float x) {
   return s;
 }
 
-online_ml online_ml_merge(online_ml a, online_ml b) {
+l02_online_ml l02_online_ml_merge(l02_online_ml a, l02_online_ml b) {
   float m = fmaxf(a.m, b.m);
   if (m == -INFINITY) return a; /* both empty */
-  online_ml r;
+  l02_online_ml r;
   r.m = m;
   /* Each sum is re-based on the common max. The side that holds the max gets the factor 1 exactly,
    * and an empty side contributes 0 * exp(-inf) = 0, so merging with the empty state is exact. */
@@ -30,7 +30,7 @@ online_ml online_ml_merge(online_ml a, online_ml b) {
   return r;
 }
 
-void online_mlo_push(online_mlo *s, float score, const float *v, int dim) {
+void l02_online_mlo_push(l02_online_mlo *s, float score, const float *v, int dim) {
   float m_new = fmaxf(s->m, score);
   if (m_new == -INFINITY) return;
   float alpha = expf(s->m - m_new); /* rescales what was accumulated under the old max */
@@ -40,7 +40,7 @@ void online_mlo_push(online_mlo *s, float score, const float *v, int dim) {
   s->m = m_new;
 }
 
-void online_mlo_merge(online_mlo *a, const online_mlo *b, int dim) {
+void l02_online_mlo_merge(l02_online_mlo *a, const l02_online_mlo *b, int dim) {
   float m = fmaxf(a->m, b->m);
   if (m == -INFINITY) return;
   float alpha = expf(a->m - m), beta = expf(b->m - m);
@@ -49,7 +49,7 @@ void online_mlo_merge(online_mlo *a, const online_mlo *b, int dim) {
   a->m = m;
 }
 
-void online_mlo_finish(const online_mlo *s, int dim, float *out, float *lse) {
+void l02_online_mlo_finish(const l02_online_mlo *s, int dim, float *out, float *lse) {
   if (!(s->l > 0.0f)) { /* empty: a fully masked row attends to nothing */
     for (int d = 0; d < dim; ++d) out[d] = 0.0f;
     if (lse) *lse = -INFINITY;

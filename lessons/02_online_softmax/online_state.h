@@ -31,8 +31,8 @@
  * lessons/02_online_softmax/online_state.c holds the lesson's solution; drills/02_online_softmax.c
  * holds the same functions with empty bodies for the reader to fill in (`make drill-2`).
  */
-#ifndef ONLINE_STATE_H
-#define ONLINE_STATE_H
+#ifndef L02_ONLINE_STATE_H
+#define L02_ONLINE_STATE_H
 
 #include <math.h>
 
@@ -41,15 +41,15 @@ extern "C" {
 #endif
 
 /** A partial softmax: running max and the sum of exp(x - m) over the scores seen. */
-typedef struct online_ml {
+typedef struct l02_online_ml {
   float m; /**< largest score seen; -inf when none (or only masked ones) */
   float l; /**< sum of exp(x_j - m) over the scores seen; 0 when empty */
-} online_ml;
+} l02_online_ml;
 
 /** The empty state: m = -inf, l = 0.
  *  @return the state of a softmax that has seen no score */
-static inline online_ml online_ml_empty(void) {
-  online_ml s = {-INFINITY, 0.0f};
+static inline l02_online_ml l02_online_ml_empty(void) {
+  l02_online_ml s = {-INFINITY, 0.0f};
   return s;
 }
 
@@ -59,7 +59,7 @@ static inline online_ml online_ml_empty(void) {
  * @param x the next score; -inf for a masked one
  * @return the state with @p x included
  */
-online_ml online_ml_push(online_ml s, float x);
+l02_online_ml l02_online_ml_push(l02_online_ml s, float x);
 
 /**
  * Merge two partial softmaxes over disjoint sets of scores.
@@ -67,14 +67,14 @@ online_ml online_ml_push(online_ml s, float x);
  * @param b the other
  * @return the state over both sets; merging with the empty state returns the other state exactly
  */
-online_ml online_ml_merge(online_ml a, online_ml b);
+l02_online_ml l02_online_ml_merge(l02_online_ml a, l02_online_ml b);
 
 /** A partial attention row for one query: (m, l) plus the unnormalised output O. */
-typedef struct online_mlo {
+typedef struct l02_online_mlo {
   float m;  /**< largest score seen; -inf when none */
   float l;  /**< sum of exp(s_j - m) */
   float *o; /**< [dim]: sum of exp(s_j - m) * v_j; storage belongs to the caller */
-} online_mlo;
+} l02_online_mlo;
 
 /**
  * Make @p s the empty state, with @p o (dim floats) as its output storage, zeroed.
@@ -82,7 +82,7 @@ typedef struct online_mlo {
  * @param o   caller's storage for O, @p dim floats
  * @param dim head dimension
  */
-static inline void online_mlo_init(online_mlo *s, float *o, int dim) {
+static inline void l02_online_mlo_init(l02_online_mlo *s, float *o, int dim) {
   s->m = -INFINITY;
   s->l = 0.0f;
   s->o = o;
@@ -96,7 +96,7 @@ static inline void online_mlo_init(online_mlo *s, float *o, int dim) {
  * @param v     the key's value row, @p dim floats
  * @param dim   head dimension
  */
-void online_mlo_push(online_mlo *s, float score, const float *v, int dim);
+void l02_online_mlo_push(l02_online_mlo *s, float score, const float *v, int dim);
 
 /**
  * Merge state @p b into state @p a (a := merge(a, b)); the two cover disjoint sets of keys.
@@ -104,7 +104,7 @@ void online_mlo_push(online_mlo *s, float score, const float *v, int dim);
  * @param b   the other state, unchanged
  * @param dim head dimension
  */
-void online_mlo_merge(online_mlo *a, const online_mlo *b, int dim);
+void l02_online_mlo_merge(l02_online_mlo *a, const l02_online_mlo *b, int dim);
 
 /**
  * The finished row: out = O / l and lse = m + log(l); for the empty state out = 0 and lse = -inf.
@@ -113,10 +113,10 @@ void online_mlo_merge(online_mlo *a, const online_mlo *b, int dim);
  * @param out the normalised output, @p dim floats
  * @param lse the natural-log log-sum-exp of the scores seen; may be NULL
  */
-void online_mlo_finish(const online_mlo *s, int dim, float *out, float *lse);
+void l02_online_mlo_finish(const l02_online_mlo *s, int dim, float *out, float *lse);
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* ONLINE_STATE_H */
+#endif /* L02_ONLINE_STATE_H */

@@ -10,6 +10,11 @@
 #include "online_softmax.h"
 #include "online_state.h"
 
+/* The name of version i + 1, as the lesson's table spells it. */
+static const char *version_name(int i) {
+  return l02_lesson.versions[i].name;
+}
+
 static void print_row(const char *label, const float *y, int n, int with_sum) {
   printf("  %-22s [", label);
   for (int j = 0; j < n; ++j) printf("%s%.4g", j ? " " : "", y[j]);
@@ -38,7 +43,7 @@ static const float kDemo[2][DEMO_COLS] = {
 static double max_err(const float *x, const float *y, int n) {
   double *ref = (double *)malloc(sizeof(double) * (size_t)n);
   if (!ref) return INFINITY;
-  softmax_row_reference(x, n, ref);
+  l02_softmax_row_reference(x, n, ref);
   double e = 0.0;
   for (int j = 0; j < n; ++j) {
     double d = fabs((double)y[j] - ref[j]);
@@ -48,10 +53,10 @@ static double max_err(const float *x, const float *y, int n) {
   return e;
 }
 
-int lesson02_cpu_part(const attn_options *o) {
+int l02_cpu_part(const attn_options *o) {
   const attn_problem *p = &o->problem;
-  const size_t rows = softmax_rows(p);
-  const int cols = softmax_cols(p);
+  const size_t rows = l02_softmax_rows(p);
+  const int cols = l02_softmax_cols(p);
   const double mib = (double)rows * cols * sizeof(float) / (1 << 20);
   int bad = 0;
 
@@ -68,30 +73,30 @@ int lesson02_cpu_part(const attn_options *o) {
 
   printf("\nwork model: a version reads the matrix `reads` times and writes it once\n");
   printf("   %-20s %5s %6s %12s\n", "version", "reads", "writes", "MB moved");
-  for (int i = 0; i < SOFTMAX_N_VARIANTS; ++i)
-    printf("%d  %-20s %5d %6d %12.1f\n", i + 1, softmax_variants[i].name, softmax_variants[i].reads,
-           1, softmax_model_bytes(softmax_variants[i].reads, rows, cols) / 1e6);
-  printf("8  %-20s Q, K, V read once, O and LSE written once: %.1f MB\n", "attn-split-warps",
-         attn_min_bytes(p, ATTN_F32, 1) / 1e6);
+  for (int i = 0; i < L02_N_VARIANTS; ++i)
+    printf("%d  %-20s %5d %6d %12.1f\n", i + 1, version_name(i), l02_softmax_variants[i].reads, 1,
+           l02_softmax_model_bytes(l02_softmax_variants[i].reads, rows, cols) / 1e6);
+  printf("8  %-20s Q, K, V read once, O and LSE written once: %.1f MB\n",
+         version_name(L02_N_VARIANTS), attn_min_bytes(p, ATTN_F32, 1) / 1e6);
 
   /* Overflow, on the CPU. */
   float y[DEMO_COLS];
   printf("\nnaive softmax in fp32 overflows once a score passes ln(FLT_MAX) = %.2f:\n",
          log((double)FLT_MAX));
   print_row("x", kDemo[0], DEMO_COLS, 0);
-  softmax_row_naive_cpu(kDemo[0], DEMO_COLS, y);
+  l02_softmax_row_naive_cpu(kDemo[0], DEMO_COLS, y);
   print_row("naive (CPU)", y, DEMO_COLS, 1);
   bad |= !has_nan(y, DEMO_COLS);
-  softmax_row_safe_cpu(kDemo[0], DEMO_COLS, y);
+  l02_softmax_row_safe_cpu(kDemo[0], DEMO_COLS, y);
   print_row("safe (CPU)", y, DEMO_COLS, 1);
   bad |= max_err(kDemo[0], y, DEMO_COLS) > 1e-6;
   printf("and underflows when every score is below ln(2^-150) = %.2f (exp rounds to 0):\n",
          -150.0 * log(2.0));
   print_row("x", kDemo[1], DEMO_COLS, 0);
-  softmax_row_naive_cpu(kDemo[1], DEMO_COLS, y);
+  l02_softmax_row_naive_cpu(kDemo[1], DEMO_COLS, y);
   print_row("naive (CPU)", y, DEMO_COLS, 1);
   bad |= y[0] != 0.0f;
-  softmax_row_safe_cpu(kDemo[1], DEMO_COLS, y);
+  l02_softmax_row_safe_cpu(kDemo[1], DEMO_COLS, y);
   print_row("safe (CPU)", y, DEMO_COLS, 1);
   bad |= max_err(kDemo[1], y, DEMO_COLS) > 1e-6;
 
@@ -104,15 +109,15 @@ int lesson02_cpu_part(const attn_options *o) {
     return 1;
   }
   /* Scores near 5000 (naive softmax would overflow on every one), every 10th masked. */
-  softmax_fill(x, 1, N, SOFTMAX_DATA_SCORES, o->seed);
+  l02_softmax_fill(x, 1, N, L02_DATA_SCORES, o->seed);
   for (int j = 0; j < N; ++j) x[j] = j % 10 == 9 ? -INFINITY : x[j] + 5000.0f;
-  softmax_row_online_cpu(x, N, y1);
+  l02_softmax_row_online_cpu(x, N, y1);
   const double e_online = max_err(x, y1, N);
-  online_ml whole = online_ml_empty(), a = online_ml_empty(), b = online_ml_empty();
-  for (int j = 0; j < N; ++j) whole = online_ml_push(whole, x[j]);
-  for (int j = 0; j < HALF; ++j) a = online_ml_push(a, x[j]);
-  for (int j = HALF; j < N; ++j) b = online_ml_push(b, x[j]);
-  const online_ml merged = online_ml_merge(a, b);
+  l02_online_ml whole = l02_online_ml_empty(), a = l02_online_ml_empty(), b = l02_online_ml_empty();
+  for (int j = 0; j < N; ++j) whole = l02_online_ml_push(whole, x[j]);
+  for (int j = 0; j < HALF; ++j) a = l02_online_ml_push(a, x[j]);
+  for (int j = HALF; j < N; ++j) b = l02_online_ml_push(b, x[j]);
+  const l02_online_ml merged = l02_online_ml_merge(a, b);
   const double rel_l = fabs((double)merged.l - whole.l) / whole.l;
   printf(
       "\nonline softmax on a row of %d scores in [4992, 5008), every 10th masked: "
@@ -144,16 +149,17 @@ static int gpu_overflow_demo(void) {
   printf(
       "\nthe same rows on the GPU (expected: naive NaN on the first row, zeros on the second):\n");
   for (int pass = 0; pass < 2; ++pass) {
-    const softmax_variant *v = &softmax_variants[pass == 0 ? 0 : 5]; /* v1, v6 */
+    const int i = pass == 0 ? 0 : 5; /* v1, v6 */
+    const l02_softmax_variant *v = &l02_softmax_variants[i];
     if (v->launch(dx, dy, 2, DEMO_COLS, 0) != cudaSuccess ||
         cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-      printf("overflow demo: %s failed to run\n", v->name);
+      printf("overflow demo: %s failed to run\n", version_name(i));
       bad = 1;
       break;
     }
     for (int r = 0; r < 2; ++r) {
       char label[48];
-      snprintf(label, sizeof label, "%s, row %d", pass == 0 ? "naive" : "online-regs", r);
+      snprintf(label, sizeof label, "%s, row %d", pass == 0 ? "naive" : version_name(i), r);
       print_row(label, y[r], DEMO_COLS, 1);
     }
     if (pass == 0) {
@@ -169,16 +175,15 @@ static int gpu_overflow_demo(void) {
   return bad;
 }
 
-int lesson02_report(const attn_options *o, const attn_device *dev, const attn_result *results,
-                    int n) {
+int l02_report(const attn_options *o, const attn_device *dev, const attn_result *results, int n) {
   if (!dev) return 0;
   const attn_problem *p = &o->problem;
-  const size_t rows = softmax_rows(p);
-  const int cols = softmax_cols(p);
-  const double min_bytes = softmax_model_bytes(1, rows, cols); /* one read + one write */
+  const size_t rows = l02_softmax_rows(p);
+  const int cols = l02_softmax_cols(p);
+  const double min_bytes = l02_softmax_model_bytes(1, rows, cols); /* one read + one write */
 
   int timed = 0;
-  for (int i = 0; i < SOFTMAX_N_VARIANTS && i < n; ++i) timed += results[i].timed;
+  for (int i = 0; i < L02_N_VARIANTS && i < n; ++i) timed += results[i].timed;
   if (!timed) return gpu_overflow_demo();
 
   printf(
@@ -192,16 +197,15 @@ int lesson02_report(const attn_options *o, const attn_device *dev, const attn_re
          "1R+1W GB/s", "%HBM");
   int best = -1;
   double best_gbs = 0.0;
-  for (int i = 0; i < SOFTMAX_N_VARIANTS && i < n; ++i) {
+  for (int i = 0; i < L02_N_VARIANTS && i < n; ++i) {
     const attn_result *r = &results[i];
     if (!r->timed || r->timing.median_ms <= 0.0) continue;
     const double s = r->timing.median_ms * 1e-3;
-    const double own = softmax_model_bytes(softmax_variants[i].reads, rows, cols) / s / 1e9;
+    const double own = l02_softmax_model_bytes(l02_softmax_variants[i].reads, rows, cols) / s / 1e9;
     const double eff = min_bytes / s / 1e9;
-    printf("%d  %-20s %4dR1W %10.4f %10.1f %5.1f%% %11.1f %5.1f%%%s\n", i + 1,
-           softmax_variants[i].name, softmax_variants[i].reads, r->timing.median_ms, own,
-           100.0 * own / dev->mem_bw_gbs, eff, 100.0 * eff / dev->mem_bw_gbs,
-           r->status == ATTN_PASS ? "" : "  (not a PASS)");
+    printf("%d  %-20s %4dR1W %10.4f %10.1f %5.1f%% %11.1f %5.1f%%%s\n", i + 1, version_name(i),
+           l02_softmax_variants[i].reads, r->timing.median_ms, own, 100.0 * own / dev->mem_bw_gbs,
+           eff, 100.0 * eff / dev->mem_bw_gbs, r->status == ATTN_PASS ? "" : "  (not a PASS)");
     if (r->status == ATTN_PASS && i > 0 && eff > best_gbs) {
       best_gbs = eff;
       best = i;
@@ -209,7 +213,7 @@ int lesson02_report(const attn_options *o, const attn_device *dev, const attn_re
   }
   if (best >= 0)
     printf("best checked version: %d %s, %.1f GB/s = %.1f%% of HBM peak (1 read + 1 write)\n",
-           best + 1, softmax_variants[best].name, best_gbs, 100.0 * best_gbs / dev->mem_bw_gbs);
+           best + 1, version_name(best), best_gbs, 100.0 * best_gbs / dev->mem_bw_gbs);
   printf("peer on the same shape: python3 bench/lesson02_peers.py --rows %zu --cols %d\n", rows,
          cols);
   return gpu_overflow_demo();

@@ -22,31 +22,31 @@
  * Block reductions need blockDim.x to be a multiple of 32 and every thread of the block to call
  * them.
  */
-#ifndef SOFTMAX_REDUCE_CUH
-#define SOFTMAX_REDUCE_CUH
+#ifndef L02_SOFTMAX_REDUCE_CUH
+#define L02_SOFTMAX_REDUCE_CUH
 
 #include <math.h>
 
 #include "attn_cuda.cuh"
 
 /** All 32 lanes take part in every shuffle. */
-#define FULL_MASK 0xffffffffu
+#define L02_FULL_MASK 0xffffffffu
 /** Lanes per warp. */
-#define WARP_SIZE 32
+#define L02_WARP_SIZE 32
 
 /** Max over the warp's 32 lanes, by the xor butterfly; every lane gets the result. */
 static __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
-  for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, offset));
+  for (int offset = L02_WARP_SIZE / 2; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(L02_FULL_MASK, v, offset));
   return v;
 }
 
 /** Sum over the warp's 32 lanes, by the xor butterfly; every lane gets the result. */
 static __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
-  for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(FULL_MASK, v, offset);
+  for (int offset = L02_WARP_SIZE / 2; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(L02_FULL_MASK, v, offset);
   return v;
 }
 
@@ -71,17 +71,17 @@ static __device__ __forceinline__ void ml_merge(float *m, float *l, float m2, fl
 /** Merge the (m, l) of all 32 lanes; every lane ends with the warp's state. */
 static __device__ __forceinline__ void warp_ml(float *m, float *l) {
 #pragma unroll
-  for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) {
-    float m2 = __shfl_xor_sync(FULL_MASK, *m, offset);
-    float l2 = __shfl_xor_sync(FULL_MASK, *l, offset);
+  for (int offset = L02_WARP_SIZE / 2; offset > 0; offset >>= 1) {
+    float m2 = __shfl_xor_sync(L02_FULL_MASK, *m, offset);
+    float l2 = __shfl_xor_sync(L02_FULL_MASK, *l, offset);
     ml_merge(m, l, m2, l2);
   }
 }
 
 /** Block max; smem holds 32 floats. */
 static __device__ __forceinline__ float block_max(float v, float *smem) {
-  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-  const int n_warps = blockDim.x / WARP_SIZE;
+  const int lane = threadIdx.x % L02_WARP_SIZE, warp = threadIdx.x / L02_WARP_SIZE;
+  const int n_warps = blockDim.x / L02_WARP_SIZE;
   v = warp_max(v);
   if (lane == 0) smem[warp] = v;
   __syncthreads();
@@ -90,8 +90,8 @@ static __device__ __forceinline__ float block_max(float v, float *smem) {
 
 /** Block sum; smem holds 32 floats. */
 static __device__ __forceinline__ float block_sum(float v, float *smem) {
-  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-  const int n_warps = blockDim.x / WARP_SIZE;
+  const int lane = threadIdx.x % L02_WARP_SIZE, warp = threadIdx.x / L02_WARP_SIZE;
+  const int n_warps = blockDim.x / L02_WARP_SIZE;
   v = warp_sum(v);
   if (lane == 0) smem[warp] = v;
   __syncthreads();
@@ -100,8 +100,8 @@ static __device__ __forceinline__ float block_sum(float v, float *smem) {
 
 /** Block (m, l) merge; smem_m and smem_l hold 32 floats each. One barrier. */
 static __device__ __forceinline__ void block_ml(float *m, float *l, float *smem_m, float *smem_l) {
-  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-  const int n_warps = blockDim.x / WARP_SIZE;
+  const int lane = threadIdx.x % L02_WARP_SIZE, warp = threadIdx.x / L02_WARP_SIZE;
+  const int n_warps = blockDim.x / L02_WARP_SIZE;
   warp_ml(m, l);
   if (lane == 0) {
     smem_m[warp] = *m;
@@ -119,4 +119,4 @@ static __device__ __forceinline__ float ml_scale(float m, float M, float L) {
   return L > 0.0f ? expf(m - M) / L : 0.0f;
 }
 
-#endif /* SOFTMAX_REDUCE_CUH */
+#endif /* L02_SOFTMAX_REDUCE_CUH */

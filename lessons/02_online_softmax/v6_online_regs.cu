@@ -1,41 +1,34 @@
 /** @file
  * @brief Version 6: the row in registers, 16-byte loads: one read, one write.
  *
- * What changed from version 5: the row is read once. Each thread of the row's block loads its share
- * straight into registers, 8 float4 (32 floats) per thread, all 8 loads issued before any is used,
- * and keeps them there through the reduction; the output is computed from the registers. The only
- * HBM traffic is the one read and the one write the problem needs.
+ * What changed: from version 5, the row is read once. Each thread loads its share straight into
+ * registers, 8 float4 (32 floats), all 8 loads issued before any is used, and keeps them there:
+ * its own max m, then e = exp(x - m) in place and l = sum of e. The block merges the threads'
+ * (m, l) into the row's (M, L) (one barrier) and each value becomes e * exp(m - M) / L: one exp
+ * per element and one block reduction.
  *
  *     block of T threads = one row; T = cols / 32 rounded up to a multiple of 32
- *     thread t holds float4 number t, t + T, t + 2T, ..., t + 7T   (coalesced: a warp's load
- *     instruction reads 32 consecutive float4 = 512 bytes)
+ *     thread t holds float4 number t, t + T, ..., t + 7T   (coalesced: a warp's load instruction
+ *     reads 32 consecutive float4 = 512 bytes)
  *     4096 columns -> T = 128       16384 -> T = 512       32768 -> T = 1024 (the limit)
  *
- * With the row on chip the thread can be exact about its own values before it talks to anyone: its
- * max m over its 32 values, then e = exp(x - m) in place and l = sum of e. The block merges the
- * threads' (m, l) pairs (one barrier) into the row's (M, L), and each value becomes
- * e * exp(m - M) / L: one exp per element and one block reduction, the online merge doing the work
- * that took two reductions before.
+ * Why: one read and one write are all the HBM traffic the problem needs. A 16-byte load (LDG.128)
+ * moves four floats: a quarter of the load instructions, so more bytes in flight per warp. Rows
+ * must start on 16-byte boundaries: cols a multiple of 4 (l02_softmax_v6_supports()).
+ * `float4 v[8]` is indexed only by unrolled loop counters, so it stays in registers (-Xptxas -v:
+ * no local memory, no spill); 32768 columns is the most one block holds, longer rows go to
+ * version 5 or 7.
  *
- * Why 16-byte loads: one LDG.128 moves four floats, so a quarter of the load instructions and of
- * the address arithmetic; the memory system sees the same 128-byte lines either way, but fewer
- * instructions keep more bytes in flight per warp. They need each row to start on a 16-byte
- * boundary: cols a multiple of 4 (softmax_v6_supports() says so otherwise).
+ * Prediction: the floor of (read + write) / bandwidth, 112 us at 16384 x 4096 and 224 us at
+ * 4096 x 32768 with 4.8 TB/s. At 4096 columns many rows are in flight per SM; at 32768 one row
+ * fills the SM and its reduction leaves the memory pipe idle for a moment (version 7 addresses
+ * that).
  *
- * Limits: `float4 v[8]` is indexed only by the unrolled loop counters, so it lives in registers
- * (check with -Xptxas -v: no local memory, no spill). 1024 threads x 32 floats = 32768 columns is
- * the most one block can hold (the register file is 64K 32-bit registers per SM: at 32768 columns
- * one row fills an SM). Longer rows: version 5 (two reads) or version 7.
+ * Measured: NVIDIA H200, 2026-11-23, fp32, one read and one write: 16384 x 4096: 0.12930 ms,
+ * 4152.26 GB/s = 86.25% of HBM; 4096 x 32768: 0.26440 ms, 4061.05 GB/s = 84.35%. Close to the
+ * floor but not at it, and only a little lower on the long rows.
  *
- * What it should buy: the floor of (read + write) / bandwidth. At 4096 columns a block is 128
- * threads, so many rows are in flight per SM; at 32768 one row fills the SM and its reduction
- * leaves the SM's memory pipe idle for a moment (version 7 addresses that).
- *
- * Measured, H200, 2026-11-21 (1 read + 1 write):
- *   16384 x 4096: 0.1295 ms, 4146 GB/s = 86.1% of HBM
- *   4096 x 32768: 0.2643 ms, 4062 GB/s = 84.4% of HBM
- * Close to the floor (112 and 224 us at 4.8 TB/s) but not at it, and only a little lower on the
- * long rows. torch.softmax on the same shapes (bench/lesson02_peers.py): 0.2102 and 0.4008 ms.
+ * Run: `./run 6` and `./run 6 --heads 4 --seq 1024 --kv-seq 32768`
  */
 #include "online_softmax.h"
 
@@ -49,20 +42,20 @@ static __device__ __forceinline__ float max4(float4 v) {
 }
 
 /** One block per row (blockIdx.x): each thread loads its share of the row, up to
- * SOFTMAX_REG_VECS float4, into registers once, computes its own (m, l) and exponentials there,
+ * L02_REG_VECS float4, into registers once, computes its own (m, l) and exponentials there,
  * merges (m, l) across the block and writes its share of y: one read and one write of the row. */
-static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
-    softmax_regs_kernel(const float *x, float *y, int cols) {
-  __shared__ float smem_m[WARP_SIZE], smem_l[WARP_SIZE];
+static __global__ void __launch_bounds__(L02_MAX_THREADS)
+    l02_softmax_v6_kernel(const float *x, float *y, int cols) {
+  __shared__ float smem_m[L02_WARP_SIZE], smem_l[L02_WARP_SIZE];
   const int n4 = cols / 4; /* float4 per row */
   const int T = blockDim.x;
   const float4 *xr = (const float4 *)(x + (size_t)blockIdx.x * cols); /* [n4] */
   float4 *yr = (float4 *)(y + (size_t)blockIdx.x * cols);             /* [n4] */
   const float4 masked = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
 
-  float4 v[SOFTMAX_REG_VECS]; /* this thread's share of the row */
+  float4 v[L02_REG_VECS]; /* this thread's share of the row */
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     const int i = threadIdx.x + k * T;
     v[k] = i < n4 ? xr[i] : masked;
   }
@@ -70,11 +63,11 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   /* This thread's (m, l): exact, from its own values. */
   float m = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) m = fmaxf(m, max4(v[k]));
+  for (int k = 0; k < L02_REG_VECS; ++k) m = fmaxf(m, max4(v[k]));
   const float m_ref = m == -INFINITY ? 0.0f : m; /* all masked: exp(-inf - 0) = 0 */
   float l = 0.0f;
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     v[k].x = expf(v[k].x - m_ref);
     v[k].y = expf(v[k].y - m_ref);
     v[k].z = expf(v[k].z - m_ref);
@@ -87,37 +80,37 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   block_ml(&M, &L, smem_m, smem_l);
   const float s = ml_scale(m, M, L);
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     const int i = threadIdx.x + k * T;
     if (i < n4) yr[i] = make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
   }
 }
 
-extern "C" const char *softmax_v6_supports(int cols) {
+extern "C" const char *l02_softmax_v6_supports(int cols) {
   if (cols % 4 != 0)
     return "cols is not a multiple of 4: rows do not start on 16-byte boundaries, so no float4 "
            "loads (versions 1-5 take any length)";
-  if (cols > SOFTMAX_REGS_MAX_COLS)
+  if (cols > L02_REGS_MAX_COLS)
     return "a row longer than 32768 floats does not fit in one block's registers (1024 threads x "
            "32 floats); versions 5 and 7 take it";
   return NULL;
 }
 
-extern "C" int softmax_v6_threads(int cols) {
-  const int per_thread = SOFTMAX_REG_VECS * 4;
-  int t = attn_cdiv(attn_cdiv(cols, per_thread), WARP_SIZE) * WARP_SIZE;
-  return t < WARP_SIZE ? WARP_SIZE : t;
+extern "C" int l02_softmax_v6_threads(int cols) {
+  const int per_thread = L02_REG_VECS * 4;
+  int t = attn_cdiv(attn_cdiv(cols, per_thread), L02_WARP_SIZE) * L02_WARP_SIZE;
+  return t < L02_WARP_SIZE ? L02_WARP_SIZE : t;
 }
 
-extern "C" cudaError_t softmax_v6_online_regs(const float *x, float *y, int rows, int cols,
-                                              cudaStream_t stream) {
-  if (softmax_v6_supports(cols) || ((uintptr_t)x | (uintptr_t)y) % 16 != 0) {
-    attn_cuda_report(cudaErrorInvalidValue, "softmax_v6_online_regs: shape or alignment", __FILE__,
-                     __LINE__);
+extern "C" cudaError_t l02_softmax_v6_online_regs(const float *x, float *y, int rows, int cols,
+                                                  cudaStream_t stream) {
+  if (l02_softmax_v6_supports(cols) || ((uintptr_t)x | (uintptr_t)y) % 16 != 0) {
+    attn_cuda_report(cudaErrorInvalidValue, "l02_softmax_v6_online_regs: shape or alignment",
+                     __FILE__, __LINE__);
     return cudaErrorInvalidValue;
   }
   if (rows <= 0) return cudaSuccess;
-  softmax_regs_kernel<<<rows, softmax_v6_threads(cols), 0, stream>>>(x, y, cols);
+  l02_softmax_v6_kernel<<<rows, l02_softmax_v6_threads(cols), 0, stream>>>(x, y, cols);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

@@ -2,11 +2,10 @@
  * @brief Version 7: half of each thread's share in registers, half in shared memory, loaded by
  * cp.async.
  *
- * What changed from version 6: each thread holds 16 float4 (64 floats) of its row instead of 8: the
- * first 8 in registers as before, the next 8 in its own slots of shared memory. The shared-memory
- * half is copied by cp.async (sm_80+), which moves global memory into shared memory without passing
- * through registers, so those bytes cost no register while they are in flight. Nothing else
- * changes: one read, one write, one block merge of (m, l).
+ * What changed: from version 6, each thread holds 16 float4 (64 floats) of its row instead of 8:
+ * the first 8 in registers as before, the next 8 in its own slots of shared memory, copied by
+ * cp.async (sm_80+), which moves global memory into shared memory without passing through
+ * registers. Nothing else changes: one read, one write, one block merge of (m, l).
  *
  *     block of T threads = one row; T = cols / 64 rounded up to a multiple of 32
  *     registers: float4 number t + kT,        k = 0..7
@@ -20,14 +19,15 @@
  * reduces. Rows of up to 65536 columns fit (1024 threads, 128 KiB of shared memory: needs an opt-in
  * above 48 KiB, and an sm_80/sm_90 part; RTX 30/40 cards allow 99 KiB per block).
  *
- * What it should buy: little at 4096 columns (version 6 already has several rows per SM); at 32768
- * it should close part of the gap between version 6 and the bandwidth floor.
+ * Prediction: little at 4096 columns (version 6 already has several rows per SM); at 32768 it
+ * should close part of the gap between version 6 and the bandwidth floor.
  *
- * Measured, H200, 2026-11-21 (1 read + 1 write):
- *   16384 x 4096: 0.1328 ms, 4043 GB/s = 84.0% of HBM
- *   4096 x 32768: 0.2657 ms, 4042 GB/s = 84.0% of HBM
- * The prediction does not hold: version 7 is slightly slower than version 6 on both shapes
- * (0.1295 and 0.2643 ms), so the gap to the floor stays open.
+ * Measured: NVIDIA H200, 2026-11-23, fp32, one read and one write: 16384 x 4096: 0.13344 ms,
+ * 4023.31 GB/s = 83.57% of HBM; 4096 x 32768: 0.26557 ms, 4043.19 GB/s = 83.98%. The prediction
+ * does not hold: version 7 is slightly slower than version 6 on both shapes (0.12930 and
+ * 0.26440 ms), so the gap to the floor stays open.
+ *
+ * Run: `./run 7` and `./run 7 --heads 4 --seq 1024 --kv-seq 32768`
  */
 #include "online_softmax.h"
 
@@ -61,13 +61,13 @@ static __device__ __forceinline__ float4 exp4_sub(float4 v, float m) {
   return make_float4(expf(v.x - m), expf(v.y - m), expf(v.z - m), expf(v.w - m));
 }
 
-/** One block per row (blockIdx.x): each thread holds SOFTMAX_REG_VECS float4 of the row in
- * registers and SOFTMAX_SMEM_VECS more in its own slots of shared memory (loaded by cp.async),
+/** One block per row (blockIdx.x): each thread holds L02_REG_VECS float4 of the row in
+ * registers and L02_SMEM_VECS more in its own slots of shared memory (loaded by cp.async),
  * computes its (m, l) and exponentials, merges (m, l) across the block and writes its share. */
-static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
-    softmax_regs_smem_kernel(const float *x, float *y, int cols) {
-  extern __shared__ float4 stage[]; /* [SOFTMAX_SMEM_VECS][T] */
-  __shared__ float smem_m[WARP_SIZE], smem_l[WARP_SIZE];
+static __global__ void __launch_bounds__(L02_MAX_THREADS)
+    l02_softmax_v7_kernel(const float *x, float *y, int cols) {
+  extern __shared__ float4 stage[]; /* [L02_SMEM_VECS][T] */
+  __shared__ float smem_m[L02_WARP_SIZE], smem_l[L02_WARP_SIZE];
   const int n4 = cols / 4;
   const int T = blockDim.x, t = threadIdx.x;
   const float4 *xr = (const float4 *)(x + (size_t)blockIdx.x * cols); /* [n4] */
@@ -76,14 +76,14 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
 
   /* Issue everything before using anything: the shared half first, then the register half. */
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_SMEM_VECS; ++k) {
-    const int i = t + (SOFTMAX_REG_VECS + k) * T;
+  for (int k = 0; k < L02_SMEM_VECS; ++k) {
+    const int i = t + (L02_REG_VECS + k) * T;
     if (i < n4) cp_async_16(&stage[k * T + t], xr + i);
   }
   cp_async_commit();
-  float4 v[SOFTMAX_REG_VECS];
+  float4 v[L02_REG_VECS];
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     const int i = t + k * T;
     v[k] = i < n4 ? xr[i] : masked;
   }
@@ -91,11 +91,11 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   /* This thread's max over its 64 values. */
   float m = -INFINITY;
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) m = fmaxf(m, max4(v[k]));
+  for (int k = 0; k < L02_REG_VECS; ++k) m = fmaxf(m, max4(v[k]));
   cp_async_wait_all();
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_SMEM_VECS; ++k) {
-    const int i = t + (SOFTMAX_REG_VECS + k) * T;
+  for (int k = 0; k < L02_SMEM_VECS; ++k) {
+    const int i = t + (L02_REG_VECS + k) * T;
     if (i < n4) m = fmaxf(m, max4(stage[k * T + t])); /* slots past the row were never written */
   }
 
@@ -103,13 +103,13 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   const float m_ref = m == -INFINITY ? 0.0f : m;
   float l = 0.0f;
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     v[k] = exp4_sub(v[k], m_ref);
     l += (v[k].x + v[k].y) + (v[k].z + v[k].w);
   }
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_SMEM_VECS; ++k) {
-    const int i = t + (SOFTMAX_REG_VECS + k) * T;
+  for (int k = 0; k < L02_SMEM_VECS; ++k) {
+    const int i = t + (L02_REG_VECS + k) * T;
     if (i < n4) {
       const float4 e = exp4_sub(stage[k * T + t], m_ref);
       stage[k * T + t] = e;
@@ -121,13 +121,13 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   block_ml(&M, &L, smem_m, smem_l);
   const float s = ml_scale(m, M, L);
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_REG_VECS; ++k) {
+  for (int k = 0; k < L02_REG_VECS; ++k) {
     const int i = t + k * T;
     if (i < n4) yr[i] = make_float4(v[k].x * s, v[k].y * s, v[k].z * s, v[k].w * s);
   }
 #pragma unroll
-  for (int k = 0; k < SOFTMAX_SMEM_VECS; ++k) {
-    const int i = t + (SOFTMAX_REG_VECS + k) * T;
+  for (int k = 0; k < L02_SMEM_VECS; ++k) {
+    const int i = t + (L02_REG_VECS + k) * T;
     if (i < n4) {
       const float4 e = stage[k * T + t];
       yr[i] = make_float4(e.x * s, e.y * s, e.z * s, e.w * s);
@@ -135,38 +135,38 @@ static __global__ void __launch_bounds__(SOFTMAX_MAX_THREADS)
   }
 }
 
-extern "C" const char *softmax_v7_supports(int cols) {
+extern "C" const char *l02_softmax_v7_supports(int cols) {
   if (cols % 4 != 0)
     return "cols is not a multiple of 4: rows do not start on 16-byte boundaries, so no float4 "
            "loads (versions 1-5 take any length)";
-  if (cols > SOFTMAX_SMEM_MAX_COLS)
+  if (cols > L02_SMEM_MAX_COLS)
     return "a row longer than 65536 floats does not fit in one block's registers and shared "
            "memory; version 5 takes it";
   return NULL;
 }
 
-extern "C" int softmax_v7_threads(int cols) {
-  const int per_thread = (SOFTMAX_REG_VECS + SOFTMAX_SMEM_VECS) * 4;
-  int t = attn_cdiv(attn_cdiv(cols, per_thread), WARP_SIZE) * WARP_SIZE;
-  return t < WARP_SIZE ? WARP_SIZE : t;
+extern "C" int l02_softmax_v7_threads(int cols) {
+  const int per_thread = (L02_REG_VECS + L02_SMEM_VECS) * 4;
+  int t = attn_cdiv(attn_cdiv(cols, per_thread), L02_WARP_SIZE) * L02_WARP_SIZE;
+  return t < L02_WARP_SIZE ? L02_WARP_SIZE : t;
 }
 
-extern "C" cudaError_t softmax_v7_regs_smem(const float *x, float *y, int rows, int cols,
-                                            cudaStream_t stream) {
-  if (softmax_v7_supports(cols) || ((uintptr_t)x | (uintptr_t)y) % 16 != 0) {
-    attn_cuda_report(cudaErrorInvalidValue, "softmax_v7_regs_smem: shape or alignment", __FILE__,
-                     __LINE__);
+extern "C" cudaError_t l02_softmax_v7_regs_smem(const float *x, float *y, int rows, int cols,
+                                                cudaStream_t stream) {
+  if (l02_softmax_v7_supports(cols) || ((uintptr_t)x | (uintptr_t)y) % 16 != 0) {
+    attn_cuda_report(cudaErrorInvalidValue, "l02_softmax_v7_regs_smem: shape or alignment",
+                     __FILE__, __LINE__);
     return cudaErrorInvalidValue;
   }
   if (rows <= 0) return cudaSuccess;
-  const int threads = softmax_v7_threads(cols);
-  const size_t smem = (size_t)SOFTMAX_SMEM_VECS * threads * sizeof(float4);
+  const int threads = l02_softmax_v7_threads(cols);
+  const size_t smem = (size_t)L02_SMEM_VECS * threads * sizeof(float4);
   /* Above 48 KiB of dynamic shared memory a kernel must opt in (cheap; the attribute is per
    * function). */
   if (smem > 48 * 1024)
-    ATTN_TRY(cudaFuncSetAttribute(softmax_regs_smem_kernel,
+    ATTN_TRY(cudaFuncSetAttribute(l02_softmax_v7_kernel,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  softmax_regs_smem_kernel<<<rows, threads, smem, stream>>>(x, y, cols);
+  l02_softmax_v7_kernel<<<rows, threads, smem, stream>>>(x, y, cols);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

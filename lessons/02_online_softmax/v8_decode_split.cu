@@ -2,9 +2,9 @@
  * @brief Version 8: the attention form. One query row, its keys split over warps, the warps' (m, l,
  * O) states merged: flash-decoding inside one block.
  *
- * What changed from the softmax versions: the row's scores are no longer stored anywhere. They are
- * made one key at a time, s_j = scale * (q . k_j), and consumed at once by the online update, which
- * now carries the weighted sum of value rows beside (m, l):
+ * What changed: from the softmax versions, the row's scores are no longer stored anywhere. They
+ * are made one key at a time, s_j = scale * (q . k_j), and consumed at once by the online update,
+ * which now carries the weighted sum of value rows beside (m, l):
  *
  *     m' = max(m, s_j)       alpha = exp(m - m')       p = exp(s_j - m')
  *     l' = l * alpha + p
@@ -24,42 +24,45 @@
  * a score is a warp-wide dot product: a partial sum per lane, then warp_sum (the shuffle
  * butterfly).
  *
- * With seq_q = 1 (decode) there is one block per (batch, head), far fewer than the GPU's SMs for
- * small batches; that is the problem flash-decoding solves by splitting the keys over blocks as
- * well, and combining the blocks' states with this same merge (lesson 06). Here the split is over
- * the warps of one block, which makes the merge visible in a few lines. Any seq_q works (one block
- * per query row), so the harness checks it on the lesson's shape too; causal masking shortens n per
- * row (bottom-right aligned) and a row that sees no key writes O = 0 and lse = -inf.
+ * Why: with seq_q = 1 (decode) there is one block per (batch, head), far fewer than the GPU's SMs
+ * for small batches; that is the problem flash-decoding solves by splitting the keys over blocks
+ * as well, and combining the blocks' states with this same merge (lesson 06). Here the split is
+ * over the warps of one block, which makes the merge visible in a few lines. Any seq_q works (one
+ * block per query row), so the harness checks it on the lesson's shape too; causal masking
+ * shortens n per row (bottom-right aligned) and a row that sees no key writes O = 0 and
+ * lse = -inf.
  *
- * What it should buy: correctness of the algebra on real attention, not speed: every warp re-reads
- * K and V for every query (no tiling: lesson 03), and each key costs a shuffle reduction.
+ * Prediction: correct algebra on real attention, not speed: every warp re-reads K and V for every
+ * query (no tiling: lesson 03), and each key costs a shuffle reduction.
  *
- * Measured, H200, default shape (dim 64), 2026-11-21: 12.52 ms, 1.37 TFLOP/s (2.1% of the fp32
- * peak); decode (batch 64, heads 32/8, 8192 keys, dim 128): 5.440 ms, 790 GB/s = 16.4% of HBM.
- * Slow, as expected.
+ * Measured: NVIDIA H200, 2026-11-23, fp32: batch 1, heads 16, seq 1024, kv-seq 4096, dim 64:
+ * 12.52398 ms, 1.372 TFLOP/s = 2.05% of the fp32 peak; decode, batch 64, heads 32 (8 KV heads),
+ * seq 1, kv-seq 8192, dim 128: 5.44162 ms, 789.67 GB/s = 16.40% of HBM. Slow, as predicted.
+ *
+ * Run: `./run 8` and `./run 8 --batch 64 --heads 32 --kv-heads 8 --seq 1 --kv-seq 8192 --dim 128`
  */
 #include "online_softmax.h"
 
 #include "softmax_reduce.cuh"
 
-#define D_PER_LANE (ATTN_SPLIT_MAX_DIM / WARP_SIZE) /**< 8 columns of q and O per lane */
-/** Threads per block: ATTN_SPLIT_WARPS warps. */
-#define THREADS (ATTN_SPLIT_WARPS * WARP_SIZE)
+#define D_PER_LANE (L02_SPLIT_MAX_DIM / L02_WARP_SIZE) /**< 8 columns of q and O per lane */
+/** Threads per block: L02_SPLIT_WARPS warps. */
+#define THREADS (L02_SPLIT_WARPS * L02_WARP_SIZE)
 
 /** One block per query row (batch, query, head): its visible keys are split into
- * ATTN_SPLIT_WARPS chunks, each warp runs the online (m, l, O) update over its chunk, and the
+ * L02_SPLIT_WARPS chunks, each warp runs the online (m, l, O) update over its chunk, and the
  * warps' states are merged column by column into the row of O and its log-sum-exp. */
 static __global__ void __launch_bounds__(THREADS)
-    attn_split_kernel(const float *q, /* [batch, seq_q, heads, dim] */
-                      const float *k, /* [batch, seq_kv, kv_heads, dim] */
-                      const float *v, /* [batch, seq_kv, kv_heads, dim] */
-                      float *o,       /* [batch, seq_q, heads, dim] */
-                      float *lse,     /* [batch, heads, seq_q] */
-                      int heads, int kv_heads, int seq_q, int seq_kv, int dim, int causal,
-                      float scale) {
-  __shared__ float part_m[ATTN_SPLIT_WARPS], part_l[ATTN_SPLIT_WARPS];
-  __shared__ float part_o[ATTN_SPLIT_WARPS][ATTN_SPLIT_MAX_DIM];
-  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    l02_attn_v8_kernel(const float *q, /* [batch, seq_q, heads, dim] */
+                       const float *k, /* [batch, seq_kv, kv_heads, dim] */
+                       const float *v, /* [batch, seq_kv, kv_heads, dim] */
+                       float *o,       /* [batch, seq_q, heads, dim] */
+                       float *lse,     /* [batch, heads, seq_q] */
+                       int heads, int kv_heads, int seq_q, int seq_kv, int dim, int causal,
+                       float scale) {
+  __shared__ float part_m[L02_SPLIT_WARPS], part_l[L02_SPLIT_WARPS];
+  __shared__ float part_o[L02_SPLIT_WARPS][L02_SPLIT_MAX_DIM];
+  const int lane = threadIdx.x % L02_WARP_SIZE, warp = threadIdx.x / L02_WARP_SIZE;
 
   /* O row r = (b * seq_q + i) * heads + h, as in attn_reference.h. */
   const size_t r = blockIdx.x;
@@ -74,13 +77,13 @@ static __global__ void __launch_bounds__(THREADS)
     const long w = (long)i + (seq_kv - seq_q) + 1;
     n = w < 0 ? 0 : (w > seq_kv ? seq_kv : (int)w);
   }
-  const int chunk = attn_cdiv(n, ATTN_SPLIT_WARPS);
+  const int chunk = attn_cdiv(n, L02_SPLIT_WARPS);
   const int j0 = min(n, warp * chunk), j1 = min(n, j0 + chunk);
 
   float qr[D_PER_LANE], acc[D_PER_LANE];
 #pragma unroll
   for (int t = 0; t < D_PER_LANE; ++t) {
-    const int d = lane + WARP_SIZE * t;
+    const int d = lane + L02_WARP_SIZE * t;
     qr[t] = d < dim ? q[r * dim + d] : 0.0f;
     acc[t] = 0.0f;
   }
@@ -94,7 +97,7 @@ static __global__ void __launch_bounds__(THREADS)
     float part = 0.0f;
 #pragma unroll
     for (int t = 0; t < D_PER_LANE; ++t) {
-      const int d = lane + WARP_SIZE * t;
+      const int d = lane + L02_WARP_SIZE * t;
       if (d < dim) part += qr[t] * kj[d];
     }
     const float s = warp_sum(part) * scale; /* the same in every lane */
@@ -104,7 +107,7 @@ static __global__ void __launch_bounds__(THREADS)
     l = l * alpha + p;
 #pragma unroll
     for (int t = 0; t < D_PER_LANE; ++t) {
-      const int d = lane + WARP_SIZE * t;
+      const int d = lane + L02_WARP_SIZE * t;
       if (d < dim) acc[t] = acc[t] * alpha + p * vj[d];
     }
     m = m_new;
@@ -117,7 +120,7 @@ static __global__ void __launch_bounds__(THREADS)
   }
 #pragma unroll
   for (int t = 0; t < D_PER_LANE; ++t) {
-    const int d = lane + WARP_SIZE * t;
+    const int d = lane + L02_WARP_SIZE * t;
     if (d < dim) part_o[warp][d] = acc[t];
   }
   __syncthreads();
@@ -125,7 +128,7 @@ static __global__ void __launch_bounds__(THREADS)
   /* Merge the warps' states, column by column: the pairwise merge folded over the 8 warps. */
   for (int d = threadIdx.x; d < dim; d += blockDim.x) {
     float mm = -INFINITY, ll = 0.0f, oo = 0.0f;
-    for (int w = 0; w < ATTN_SPLIT_WARPS; ++w) {
+    for (int w = 0; w < L02_SPLIT_WARPS; ++w) {
       const float m2 = part_m[w];
       const float m_new = fmaxf(mm, m2);
       if (m_new == -INFINITY) continue; /* both empty so far */
@@ -140,23 +143,23 @@ static __global__ void __launch_bounds__(THREADS)
   }
 }
 
-extern "C" const char *attn_v8_supports(const attn_problem *p) {
-  if (p->dim > ATTN_SPLIT_MAX_DIM)
+extern "C" const char *l02_attn_v8_supports(const attn_problem *p) {
+  if (p->dim > L02_SPLIT_MAX_DIM)
     return "head dim above 256: a lane keeps at most 8 columns of q and O in registers";
   if (attn_rows(p) > 0x7fffffffu) return "more than 2^31 - 1 query rows (one block each)";
   return NULL;
 }
 
-extern "C" cudaError_t attn_v8_decode_split(const attn_problem *p, const attn_args *a,
-                                            cudaStream_t stream) {
-  const char *why = attn_v8_supports(p);
+extern "C" cudaError_t l02_attn_v8_decode_split(const attn_problem *p, const attn_args *a,
+                                                cudaStream_t stream) {
+  const char *why = l02_attn_v8_supports(p);
   if (why) {
     attn_cuda_report(cudaErrorInvalidValue, why, __FILE__, __LINE__);
     return cudaErrorInvalidValue;
   }
   const size_t rows = attn_rows(p);
   if (rows == 0) return cudaSuccess;
-  attn_split_kernel<<<(unsigned)rows, THREADS, 0, stream>>>(
+  l02_attn_v8_kernel<<<(unsigned)rows, THREADS, 0, stream>>>(
       (const float *)a->q, (const float *)a->k, (const float *)a->v, (float *)a->o, a->lse,
       p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim, p->causal, attn_scale(p));
   ATTN_TRY_LAUNCH();

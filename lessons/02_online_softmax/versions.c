@@ -13,19 +13,26 @@
 
 #include "online_softmax.h"
 
-const softmax_variant softmax_variants[SOFTMAX_N_VARIANTS] = {
-    {"naive (|x|<4 data)", softmax_v1_naive, NULL, SOFTMAX_DATA_SMALL, 2},
-    {"safe-thread", softmax_v2_safe_thread, NULL, SOFTMAX_DATA_SCORES, 3},
-    {"safe-warp", softmax_v3_safe_warp, NULL, SOFTMAX_DATA_SCORES, 3},
-    {"safe-block", softmax_v4_safe_block, NULL, SOFTMAX_DATA_SCORES, 3},
-    {"online-block", softmax_v5_online_block, NULL, SOFTMAX_DATA_SCORES, 2},
-    {"online-regs", softmax_v6_online_regs, softmax_v6_supports, SOFTMAX_DATA_SCORES, 1},
-    {"online-regs+smem", softmax_v7_regs_smem, softmax_v7_supports, SOFTMAX_DATA_SCORES, 1},
+/* The softmax versions' launchers and data; their names and summaries are in kVersions below. */
+const l02_softmax_variant l02_softmax_variants[L02_N_VARIANTS] = {
+    {.launch = l02_softmax_v1_naive, .data = L02_DATA_SMALL, .reads = 2},
+    {.launch = l02_softmax_v2_safe_thread, .data = L02_DATA_SCORES, .reads = 3},
+    {.launch = l02_softmax_v3_safe_warp, .data = L02_DATA_SCORES, .reads = 3},
+    {.launch = l02_softmax_v4_safe_block, .data = L02_DATA_SCORES, .reads = 3},
+    {.launch = l02_softmax_v5_online_block, .data = L02_DATA_SCORES, .reads = 2},
+    {.launch = l02_softmax_v6_online_regs,
+     .supports = l02_softmax_v6_supports,
+     .data = L02_DATA_SCORES,
+     .reads = 1},
+    {.launch = l02_softmax_v7_regs_smem,
+     .supports = l02_softmax_v7_supports,
+     .data = L02_DATA_SCORES,
+     .reads = 1},
 };
 
 /* What one softmax version holds between setup and teardown. */
 typedef struct softmax_state {
-  const softmax_variant *var;
+  const l02_softmax_variant *var;
   size_t rows;
   int cols;
   uint64_t seed;
@@ -33,9 +40,9 @@ typedef struct softmax_state {
   float *dx, *dy; /* device input and output */
 } softmax_state;
 
-static const char *softmax_supports_index(const attn_problem *p, int index) {
-  const char *why = softmax_shape_supports(p);
-  if (!why && softmax_variants[index].supports) why = softmax_variants[index].supports(p->seq_kv);
+const char *l02_softmax_variant_supports(const l02_softmax_variant *var, const attn_problem *p) {
+  const char *why = l02_softmax_shape_supports(p);
+  if (!why && var->supports) why = var->supports(l02_softmax_cols(p));
   return why;
 }
 
@@ -48,22 +55,24 @@ static void softmax_teardown(void *state) {
   free(s);
 }
 
-static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const char **skip,
-                                 int index) {
+/* Every softmax version's setup: ctx->user is the version's entry of l02_softmax_variants. A shape
+ * the variant cannot run is skipped here, with the reason l02_softmax_variant_supports() gives. */
+static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const char **skip) {
   static char why[192]; /* a skip reason must outlive the call */
   *state = NULL;
   const attn_problem *p = ctx->problem;
-  const char *unsupported = softmax_supports_index(p, index);
+  const l02_softmax_variant *var = (const l02_softmax_variant *)ctx->user;
+  const char *unsupported = l02_softmax_variant_supports(var, p);
   if (unsupported) {
     *skip = unsupported;
     return cudaSuccess;
   }
-  const size_t rows = softmax_rows(p);
-  const int cols = softmax_cols(p);
+  const size_t rows = l02_softmax_rows(p);
+  const int cols = l02_softmax_cols(p);
   const size_t bytes = rows * (size_t)cols * sizeof(float);
 
-  if (softmax_variants[index].launch == softmax_v7_regs_smem) {
-    const size_t smem = (size_t)SOFTMAX_SMEM_VECS * softmax_v7_threads(cols) * 16;
+  if (var->launch == l02_softmax_v7_regs_smem) {
+    const size_t smem = (size_t)L02_SMEM_VECS * l02_softmax_v7_threads(cols) * 16;
     if (smem > ctx->device->smem_per_block_optin) {
       snprintf(why, sizeof why, "needs %zu KiB of shared memory per block, this GPU allows %zu KiB",
                smem / 1024, ctx->device->smem_per_block_optin / 1024);
@@ -83,14 +92,14 @@ static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const 
   softmax_state *s = (softmax_state *)calloc(1, sizeof *s);
   if (!s) return cudaErrorMemoryAllocation;
   *state = s;
-  s->var = &softmax_variants[index];
+  s->var = var;
   s->rows = rows;
   s->cols = cols;
   s->seed = ctx->options->seed;
   s->hx = (float *)malloc(bytes ? bytes : 1);
   if (!s->hx) return cudaErrorMemoryAllocation;
-  softmax_fill(s->hx, rows, cols, s->var->data, s->seed);
-  softmax_mask_causal(s->hx, p);
+  l02_softmax_fill(s->hx, rows, cols, s->var->data, s->seed);
+  l02_softmax_mask_causal(s->hx, p);
   ATTN_TRY(cudaMalloc((void **)&s->dx, bytes ? bytes : 1));
   ATTN_TRY(cudaMalloc((void **)&s->dy, bytes ? bytes : 1));
   ATTN_TRY(cudaMemcpy(s->dx, s->hx, bytes, cudaMemcpyHostToDevice));
@@ -100,7 +109,7 @@ static cudaError_t softmax_setup(void **state, const attn_setup_ctx *ctx, const 
 /* A softmax version holds its input and output on the GPU, and its input plus the copied-back
  * output on the host for the check. */
 static void softmax_footprint(const attn_problem *p, double *device_bytes, double *host_bytes) {
-  const double bytes = (double)softmax_rows(p) * softmax_cols(p) * sizeof(float);
+  const double bytes = (double)l02_softmax_rows(p) * l02_softmax_cols(p) * sizeof(float);
   *device_bytes = 2.0 * bytes;
   *host_bytes = 2.0 * bytes;
 }
@@ -120,12 +129,12 @@ static cudaError_t softmax_check(void *state, attn_verdict *v) {
   const size_t n = s->rows * (size_t)s->cols;
   float *hy = (float *)malloc(n * sizeof(float) + 1);
   size_t n_check = 0;
-  size_t *check = softmax_check_rows(s->rows, s->cols, s->seed, &n_check);
+  size_t *check = l02_softmax_check_rows(s->rows, s->cols, s->seed, &n_check);
   cudaError_t e = (hy && check) ? cudaSuccess : cudaErrorMemoryAllocation;
   if (e == cudaSuccess) e = cudaMemcpy(hy, s->dy, n * sizeof(float), cudaMemcpyDeviceToHost);
   if (e == cudaSuccess) {
     attn_verdict_init(v, ATTN_F32);
-    if (softmax_judge(v, s->hx, hy, s->rows, s->cols, check, n_check) != 0)
+    if (l02_softmax_judge(v, s->hx, hy, s->rows, s->cols, check, n_check) != 0)
       e = cudaErrorMemoryAllocation;
   }
   free(hy);
@@ -136,96 +145,93 @@ static cudaError_t softmax_check(void *state, attn_verdict *v) {
 static void softmax_work(void *state, attn_work *w) {
   softmax_state *s = (softmax_state *)state;
   memset(w, 0, sizeof *w);
-  w->bytes = softmax_model_bytes(s->var->reads, s->rows, s->cols); /* against the HBM peak */
+  w->bytes = l02_softmax_model_bytes(s->var->reads, s->rows, s->cols); /* against the HBM peak */
 }
 
-/* The harness gives a custom version's callbacks no version number, so each version gets a
- * one-line setup (and supports) that passes its index on. */
-#define SOFTMAX_VERSION(n)                                                                    \
-  static cudaError_t setup_v##n(void **state, const attn_setup_ctx *ctx, const char **skip) { \
-    return softmax_setup(state, ctx, skip, (n)-1);                                            \
-  }                                                                                           \
-  static const char *supports_v##n(const attn_problem *p) {                                   \
-    return softmax_supports_index(p, (n)-1);                                                  \
-  }                                                                                           \
-  static const attn_custom custom_v##n = {.setup = setup_v##n,                                 \
-                                          .poison = softmax_poison,                             \
-                                          .launch = softmax_launch,                             \
-                                          .check = softmax_check,                               \
-                                          .work = softmax_work,                                 \
-                                          .teardown = softmax_teardown,                         \
-                                          .footprint = softmax_footprint};
-
-SOFTMAX_VERSION(1)
-SOFTMAX_VERSION(2)
-SOFTMAX_VERSION(3)
-SOFTMAX_VERSION(4)
-SOFTMAX_VERSION(5)
-SOFTMAX_VERSION(6)
-SOFTMAX_VERSION(7)
+/* One set of callbacks serves all seven softmax versions. */
+static const attn_custom kSoftmax = {.setup = softmax_setup,
+                                     .poison = softmax_poison,
+                                     .launch = softmax_launch,
+                                     .check = softmax_check,
+                                     .work = softmax_work,
+                                     .teardown = softmax_teardown,
+                                     .footprint = softmax_footprint};
 
 static const attn_version kVersions[] = {
     {.name = "naive (|x|<4 data)",
-     .summary = "one thread per row, exp/sum/divide, no max: right only on small scores (the table gives it " "x in [-4,4); the report shows it overflow)",
+     .summary = "one thread per row, exp/sum/divide, no max: right only on small scores (the table "
+                "gives it x in [-4,4); the report shows it overflow)",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v1,
-     .custom = &custom_v1},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[0]},
     {.name = "safe-thread",
      .summary = "one thread per row, three passes: max, sum of exp(x - max), normalise",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v2,
-     .custom = &custom_v2},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[1]},
     {.name = "safe-warp",
      .summary = "one warp per row, three passes, __shfl_xor_sync reductions",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v3,
-     .custom = &custom_v3},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[2]},
     {.name = "safe-block",
      .summary = "one block per row, three passes, warp shuffles then shared memory",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v4,
-     .custom = &custom_v4},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[3]},
     {.name = "online-block",
      .summary = "one block per row, running (max, sum) in one pass, then normalise",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v5,
-     .custom = &custom_v5},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[4]},
     {.name = "online-regs",
      .summary = "row in registers, float4 loads, one (m, l) merge: one read, one write",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
-     .supports = supports_v6,
-     .custom = &custom_v6},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[5]},
     {.name = "online-regs+smem",
      .summary = "as online-regs, half of it in shared memory by cp.async: 2 long rows/SM",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_F32,
      .min_sm = 80,
-     .supports = supports_v7,
-     .custom = &custom_v7},
+     .custom = &kSoftmax,
+     .user = &l02_softmax_variants[6]},
     {.name = "attn-split-warps",
      .summary = "attention, one block per query row, keys split over 8 warps, (m, l, O) merged",
      .kind = ATTN_DENSE,
      .dtype = ATTN_F32,
      .writes_lse = 1,
-     .supports = attn_v8_supports,
-     .launch = attn_v8_decode_split},
+     .supports = l02_attn_v8_supports,
+     .launch = l02_attn_v8_decode_split},
 };
 
-const attn_lesson attn_lesson02 = {
-    2,
-    "online softmax and warp-shuffle reductions; softmax rows = batch*heads*seq, cols = kv-seq "
-    "(default 16384 x 4096)",
-    kVersions,
-    (int)(sizeof kVersions / sizeof kVersions[0]),
-    {1, 16, 0, 1024, 4096, 64, 0, 16, 0.0f},
-    NULL,
-    0,
-    lesson02_cpu_part,
-    lesson02_report,
+_Static_assert(sizeof kVersions / sizeof kVersions[0] == L02_N_VARIANTS + 1,
+               "kVersions: the softmax versions, then the attention version");
+
+const attn_lesson l02_lesson = {
+    .number = 2,
+    .title =
+        "online softmax and warp-shuffle reductions; softmax rows = batch*heads*seq, cols = "
+        "kv-seq (default 16384 x 4096)",
+    .versions = kVersions,
+    .n_versions = (int)(sizeof kVersions / sizeof kVersions[0]),
+    .defaults = {.batch = 1,
+                 .heads = 16,
+                 .kv_heads = 0, /* same as --heads */
+                 .seq_q = 1024,
+                 .seq_kv = 4096,
+                 .dim = 64,
+                 .causal = 0,
+                 .block_size = 16,
+                 .scale = 0.0f},
+    .dims = NULL,
+    .n_dims = 0,
+    .cpu_part = l02_cpu_part,
+    .report = l02_report,
 };

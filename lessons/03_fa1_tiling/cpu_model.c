@@ -66,7 +66,7 @@ typedef struct sram {
 /* Rows 0..nr-1 of Q_i against keys 0..nc-1 of K_j. Tile-local row r is query r0 + r, key c is c0 +
  * c. */
 static void step(const sram *t, int nr, int nc, int d, int bc, int r0, int c0, int offset,
-                 fa1_tile_class cls) {
+                 l03_tile_class cls) {
   for (int r = 0; r < nr; ++r) {
     float *s = t->s + (size_t)r * bc;
     const float *q = t->qi + (size_t)r * d;
@@ -75,7 +75,7 @@ static void step(const sram *t, int nr, int nc, int d, int bc, int r0, int c0, i
       const float *kc = t->kj + (size_t)c * d;
       float dot = 0.f;
       for (int x = 0; x < d; ++x) dot += q[x] * kc[x];
-      if (cls == FA1_TILE_PARTIAL && c0 + c > r0 + r + offset) dot = -INFINITY;
+      if (cls == L03_TILE_PARTIAL && c0 + c > r0 + r + offset) dot = -INFINITY;
       s[c] = dot;
       if (dot > mt) mt = dot;
     }
@@ -118,7 +118,7 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
                   const float *v, float *o, float *lse, l03_traffic *t) {
   memset(t, 0, sizeof *t);
   const int d = p->dim, br = plan->br, bc = plan->bc, G = plan->q_groups > 0 ? plan->q_groups : 1;
-  const int tr = fa1_num_tiles(p->seq_q, br), tc = fa1_num_tiles(p->seq_kv, bc);
+  const int tr = l03_num_tiles(p->seq_q, br), tc = l03_num_tiles(p->seq_kv, bc);
   const int offset = p->seq_kv - p->seq_q;
   const float scale = attn_scale(p);
   const size_t q_tok = (size_t)p->heads * d, kv_tok = (size_t)p->kv_heads * d; /* token strides */
@@ -167,7 +167,7 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
       for (int grp = 0; grp < G; ++grp) { /* one thread block of the kernel */
         /* Step 2: O = 0, l = 0, m = -inf in HBM, for this block's query tiles. */
         for (int i = grp; i < tr; i += G) {
-          const int r0 = fa1_tile_start(i, br), nr = fa1_tile_end(i, br, p->seq_q) - r0;
+          const int r0 = l03_tile_start(i, br), nr = l03_tile_end(i, br, p->seq_q) - r0;
           if (!mem.dry)
             for (int r = 0; r < nr; ++r) {
               memset(s.oi + (size_t)r * d, 0, sizeof(float) * d);
@@ -180,18 +180,18 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
         }
 
         for (int j = 0; j < tc; ++j) { /* step 5: key/value tiles, outer */
-          const int c0 = fa1_tile_start(j, bc), nc = fa1_tile_end(j, bc, p->seq_kv) - c0;
+          const int c0 = l03_tile_start(j, bc), nc = l03_tile_end(j, bc, p->seq_kv) - c0;
           attn_progress_update(&pr, ++tiles_done);
           /* Step 6: K_j, V_j to SRAM, once per j. */
           hbm_read_rows(&mem, L03_ARR_K, s.kj, cat(k, kv0 + c0 * kv_tok), kv_tok, nc, d);
           hbm_read_rows(&mem, L03_ARR_V, s.vj, cat(v, kv0 + c0 * kv_tok), kv_tok, nc, d);
 
           for (int i = grp; i < tr; i += G) { /* step 7: query tiles, inner */
-            const int r0 = fa1_tile_start(i, br), nr = fa1_tile_end(i, br, p->seq_q) - r0;
-            const fa1_tile_class cls =
-                p->causal ? fa1_causal_tile_class(i, j, br, bc, p->seq_q, p->seq_kv)
-                          : FA1_TILE_VISIBLE;
-            if (cls == FA1_TILE_MASKED) { /* no query of Q_i sees any key of K_j */
+            const int r0 = l03_tile_start(i, br), nr = l03_tile_end(i, br, p->seq_q) - r0;
+            const l03_tile_class cls =
+                p->causal ? l03_causal_tile_class(i, j, br, bc, p->seq_q, p->seq_kv)
+                          : L03_TILE_VISIBLE;
+            if (cls == L03_TILE_MASKED) { /* no query of Q_i sees any key of K_j */
               t->tiles_skipped++;
               continue;
             }
@@ -214,7 +214,7 @@ int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *
 
         /* After the loops: LSE = m + log l (-inf for a row that saw no key), this block's rows. */
         for (int i = grp; i < tr; i += G) {
-          const int r0 = fa1_tile_start(i, br), nr = fa1_tile_end(i, br, p->seq_q) - r0;
+          const int r0 = l03_tile_start(i, br), nr = l03_tile_end(i, br, p->seq_q) - r0;
           hbm_read_rows(&mem, L03_ARR_L, s.li, cat(l_hbm, st0 + r0), 1, nr, 1);
           hbm_read_rows(&mem, L03_ARR_M, s.mi, cat(m_hbm, st0 + r0), 1, nr, 1);
           if (!mem.dry)
@@ -238,7 +238,7 @@ void l03_fa1_formula(const attn_problem *p, const l03_fa1_plan *plan, double *re
                      double *writes) {
   const double nq = p->seq_q, nkv = p->seq_kv, d = p->dim, bh = (double)p->batch * p->heads;
   const double G = plan->q_groups > 0 ? plan->q_groups : 1;
-  const double tc = fa1_num_tiles(p->seq_kv, plan->bc);
+  const double tc = l03_num_tiles(p->seq_kv, plan->bc);
   /* K_j, V_j once per block; Q_i, O_i, l_i, m_i in and O_i, l_i, m_i out at each of the Tc visits
    * of every query row; step 2's initialisation; the final read of l, m and write of the LSE. */
   *reads = bh * (2.0 * G * nkv * d + tc * nq * (2.0 * d + 2.0) + 2.0 * nq);
@@ -263,34 +263,21 @@ static const char *const kArrayNames[L03_N_ARRAYS] = {"Q", "K", "V", "O", "l", "
 
 /* Run the model on @p p with data and judge it against the reference, all rows. 0 when it passes.
  */
+int l03_fa1_attention(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, float *lse, void *ctx) {
+  l03_fa1_run *run = (l03_fa1_run *)ctx;
+  return l03_fa1_model(p, run->plan, q, k, v, o, lse, &run->traffic);
+}
+
 static int model_check(const attn_problem *p, const l03_fa1_plan *plan, uint64_t seed,
                        int verbose) {
-  const size_t nq = attn_q_elems(p), nkv = attn_kv_elems(p), rows = attn_rows(p);
-  float *q = (float *)malloc(sizeof(float) * nq), *k = (float *)malloc(sizeof(float) * nkv);
-  float *v = (float *)malloc(sizeof(float) * nkv), *o = (float *)malloc(sizeof(float) * nq);
-  float *lse = (float *)malloc(sizeof(float) * rows);
-  double *ro = (double *)malloc(sizeof(double) * nq), *rl = (double *)malloc(sizeof(double) * rows);
-  int rc = 1;
-  l03_traffic full, dry;
-  if (!q || !k || !v || !o || !lse || !ro || !rl) goto done;
-  attn_fill_attention_input(q, nq, seed, 1);
-  attn_fill_attention_input(k, nkv, seed, 2);
-  attn_fill_attention_input(v, nkv, seed, 3);
-  if (l03_fa1_model(p, plan, q, k, v, o, lse, &full) != 0) goto done;
-  if (l03_fa1_model(p, plan, NULL, NULL, NULL, NULL, NULL, &dry) != 0) goto done;
-  attn_reference(p, q, k, v, NULL, rows, ro, rl);
+  l03_fa1_run run = {.plan = plan};
+  l03_traffic dry;
   attn_verdict vo, vl;
-  attn_verdict_init(&vo, ATTN_F32);
-  attn_verdict_scan(&vo, ATTN_F32, o, nq, 0);
-  for (size_t x = 0; x < nq; ++x) attn_verdict_add(&vo, o[x], ro[x]);
-  attn_verdict_finish(&vo);
-  attn_verdict_init(&vl, ATTN_F32);
-  vl.tol_max_abs = 1e-3; /* as the harness judges an fp32 log-sum-exp */
-  attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
-  for (size_t r = 0; r < rows; ++r) attn_verdict_add(&vl, lse[attn_row_lse_index(p, r)], rl[r]);
-  attn_verdict_finish(&vl);
-  const int same_counts = l03_traffic_reads(&full) == l03_traffic_reads(&dry) &&
-                          l03_traffic_writes(&full) == l03_traffic_writes(&dry);
+  const int rc = attn_cpu_check(p, seed, l03_fa1_attention, &run, &vo, &vl);
+  if (rc < 0 || l03_fa1_model(p, plan, NULL, NULL, NULL, NULL, NULL, &dry) != 0) return 1;
+  const int same_counts = l03_traffic_reads(&run.traffic) == l03_traffic_reads(&dry) &&
+                          l03_traffic_writes(&run.traffic) == l03_traffic_writes(&dry);
   if (verbose) {
     printf("  model vs attn_reference on ");
     attn_problem_print(p, stdout);
@@ -301,16 +288,7 @@ static int model_check(const attn_problem *p, const l03_fa1_plan *plan, uint64_t
     printf("  %s\n    counting without data gives the same counts: %s\n", vl.pass ? "PASS" : "FAIL",
            same_counts ? "yes" : "NO");
   }
-  rc = vo.pass && vl.pass && same_counts ? 0 : 1;
-done:
-  free(q);
-  free(k);
-  free(v);
-  free(o);
-  free(lse);
-  free(ro);
-  free(rl);
-  return rc;
+  return rc == 0 && same_counts ? 0 : 1;
 }
 
 int l03_cpu_part(const attn_options *opt) {

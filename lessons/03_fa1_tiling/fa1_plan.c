@@ -28,7 +28,7 @@ static int pitch_s(int br) {
 int l03_fa1_plan_make(const attn_problem *p, long smem_floats, l03_fa1_plan *plan) {
   const int d = p->dim;
   plan->smem_floats = smem_floats;
-  fa1_paper_tile_sizes(smem_floats, d, &plan->br_paper, &plan->bc_paper);
+  l03_paper_tile_sizes(smem_floats, d, &plan->br_paper, &plan->bc_paper);
   int bc = plan->bc_paper / BC_STEP * BC_STEP;
   for (; bc >= BC_STEP; bc -= BC_STEP) {
     int br = bc < d ? bc : d;
@@ -38,10 +38,11 @@ int l03_fa1_plan_make(const attn_problem *p, long smem_floats, l03_fa1_plan *pla
   plan->bc = bc;
   plan->br = bc < d ? bc : d;
   plan->ld_s = pitch_s(plan->br);
-  plan->tr = fa1_num_tiles(p->seq_q, plan->br);
-  plan->tc = fa1_num_tiles(p->seq_kv, plan->bc);
+  plan->tr = l03_num_tiles(p->seq_q, plan->br);
+  plan->tc = l03_num_tiles(p->seq_kv, plan->bc);
   plan->smem_bytes = l03_fa1_smem_floats(plan->br, plan->bc, plan->ld_s, d) * sizeof(float);
   plan->q_groups = 1;
+  plan->slots = 0;
   return 0;
 }
 

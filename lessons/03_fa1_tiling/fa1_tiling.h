@@ -39,6 +39,8 @@ typedef struct l03_fa1_plan {
   int tc;   /**< Tc = ceil(seq_kv / bc) key tiles */
   size_t smem_bytes; /**< dynamic shared memory per block */
   int q_groups;      /**< blocks per (batch, head); 1 is Algorithm 1 as published */
+  int slots; /**< blocks of the kernel the device runs at once (SMs x resident blocks per SM);
+                  0 when the plan was made without a device (l03_fa1_plan_make()) */
 } l03_fa1_plan;
 
 /**
@@ -53,7 +55,8 @@ typedef struct l03_fa1_plan {
 size_t l03_fa1_smem_floats(int br, int bc, int ld_s, int d);
 
 /**
- * Plan the FA1 tiles for @p p on a block budget of @p smem_floats floats (q_groups set to 1).
+ * Plan the FA1 tiles for @p p on a block budget of @p smem_floats floats (q_groups set to 1, slots
+ * to 0).
  * @param p            the problem (dim, seq_q, seq_kv are used)
  * @param smem_floats  M in floats
  * @param plan         out: the plan
@@ -114,7 +117,7 @@ cudaError_t l03_fused_row_d128(const attn_problem *p, const float *q, const floa
                                const float *v, float *o, float *lse, cudaStream_t stream);
 
 /**
- * Versions 2 and 3, FlashAttention-1's Algorithm 1 (HEAD_DIM 64): for each key tile j (outer) and
+ * Version 2, FlashAttention-1's Algorithm 1 (HEAD_DIM 64): for each key tile j (outer) and
  * each query tile i (inner), K_j and V_j sit in shared memory while Q_i, O_i, l_i and m_i are read
  * from and written back to HBM. Tiles are sized from the device's opt-in shared memory per block,
  * queried at every launch.
@@ -126,16 +129,16 @@ cudaError_t l03_fused_row_d128(const attn_problem *p, const float *q, const floa
  * @param lse        [batch, heads, seq_q] fp32, device, written: m + log(l)
  * @param workspace  2 x batch x heads x seq_q floats, device: Algorithm 1's m, then l
  * @param q_groups   blocks per (batch, head), each taking every q_groups-th query tile: 1 is the
- *                   paper's one block per (batch, head); 0 or less chooses from the device
- *                   (l03_fa1_choose_groups); values above Tr are clamped to Tr
+ *                   paper's one block per (batch, head) (version 2); version 3 passes the count
+ *                   l03_fa1_qgroups_plan_d64() chooses; values above Tr are clamped to Tr
  * @param stream     stream to enqueue on
- * @return the first CUDA error, or cudaSuccess
+ * @return cudaErrorInvalidValue when q_groups < 1, else the first CUDA error, or cudaSuccess
  */
 cudaError_t l03_fa1_d64(const attn_problem *p, const float *q, const float *k, const float *v,
                         float *o, float *lse, float *workspace, int q_groups, cudaStream_t stream);
 
 /**
- * Versions 2 and 3 for HEAD_DIM 128. See l03_fa1_d64().
+ * Version 2 for HEAD_DIM 128. See l03_fa1_d64().
  * @param p          the problem; p->dim must be 128
  * @param q          [batch, seq_q, heads, 128] fp32, device
  * @param k          [batch, seq_kv, kv_heads, 128] fp32, device
@@ -143,9 +146,9 @@ cudaError_t l03_fa1_d64(const attn_problem *p, const float *q, const float *k, c
  * @param o          [batch, seq_q, heads, 128] fp32, device
  * @param lse        [batch, heads, seq_q] fp32, device, written
  * @param workspace  2 x batch x heads x seq_q floats, device
- * @param q_groups   blocks per (batch, head); 0 or less chooses from the device
+ * @param q_groups   blocks per (batch, head), at least 1
  * @param stream     stream to enqueue on
- * @return the first CUDA error, or cudaSuccess
+ * @return cudaErrorInvalidValue when q_groups < 1, else the first CUDA error, or cudaSuccess
  */
 cudaError_t l03_fa1_d128(const attn_problem *p, const float *q, const float *k, const float *v,
                          float *o, float *lse, float *workspace, int q_groups, cudaStream_t stream);
@@ -154,8 +157,8 @@ cudaError_t l03_fa1_d128(const attn_problem *p, const float *q, const float *k, 
  * The plan l03_fa1_d64() would launch with on the current device, without launching.
  * @param p         the problem; p->dim must be 64
  * @param q_groups  as for l03_fa1_d64()
- * @param plan      out: tiles, shared memory and the group count in force
- * @return the first CUDA error, or cudaSuccess
+ * @param plan      out: tiles, shared memory, the group count in force and the device's slots
+ * @return cudaErrorInvalidValue when q_groups < 1, else the first CUDA error, or cudaSuccess
  */
 cudaError_t l03_fa1_device_plan_d64(const attn_problem *p, int q_groups, l03_fa1_plan *plan);
 
@@ -163,10 +166,60 @@ cudaError_t l03_fa1_device_plan_d64(const attn_problem *p, int q_groups, l03_fa1
  * The plan l03_fa1_d128() would launch with on the current device, without launching.
  * @param p         the problem; p->dim must be 128
  * @param q_groups  as for l03_fa1_d128()
- * @param plan      out: tiles, shared memory and the group count in force
- * @return the first CUDA error, or cudaSuccess
+ * @param plan      out: tiles, shared memory, the group count in force and the device's slots
+ * @return cudaErrorInvalidValue when q_groups < 1, else the first CUDA error, or cudaSuccess
  */
 cudaError_t l03_fa1_device_plan_d128(const attn_problem *p, int q_groups, l03_fa1_plan *plan);
+
+/**
+ * Version 3 (HEAD_DIM 64): version 2's kernel with several blocks per (batch, head), as many as
+ * l03_fa1_qgroups_plan_d64() chooses for the current device.
+ * @param p          the problem; p->dim must be 64
+ * @param q          [batch, seq_q, heads, 64] fp32, device
+ * @param k          [batch, seq_kv, kv_heads, 64] fp32, device
+ * @param v          [batch, seq_kv, kv_heads, 64] fp32, device
+ * @param o          [batch, seq_q, heads, 64] fp32, device
+ * @param lse        [batch, heads, seq_q] fp32, device, written
+ * @param workspace  2 x batch x heads x seq_q floats, device
+ * @param stream     stream to enqueue on
+ * @return the first CUDA error, or cudaSuccess
+ */
+cudaError_t l03_fa1_qgroups_d64(const attn_problem *p, const float *q, const float *k,
+                                const float *v, float *o, float *lse, float *workspace,
+                                cudaStream_t stream);
+
+/**
+ * Version 3 for HEAD_DIM 128. See l03_fa1_qgroups_d64().
+ * @param p          the problem; p->dim must be 128
+ * @param q          [batch, seq_q, heads, 128] fp32, device
+ * @param k          [batch, seq_kv, kv_heads, 128] fp32, device
+ * @param v          [batch, seq_kv, kv_heads, 128] fp32, device
+ * @param o          [batch, seq_q, heads, 128] fp32, device
+ * @param lse        [batch, heads, seq_q] fp32, device, written
+ * @param workspace  2 x batch x heads x seq_q floats, device
+ * @param stream     stream to enqueue on
+ * @return the first CUDA error, or cudaSuccess
+ */
+cudaError_t l03_fa1_qgroups_d128(const attn_problem *p, const float *q, const float *k,
+                                 const float *v, float *o, float *lse, float *workspace,
+                                 cudaStream_t stream);
+
+/**
+ * Version 3's grid choice (HEAD_DIM 64): l03_fa1_device_plan_d64() with the group count that fills
+ * the device, l03_fa1_choose_groups(batch x heads, Tr, slots), clamped to Tr.
+ * @param p     the problem; p->dim must be 64
+ * @param plan  out: tiles, shared memory, slots and the chosen group count
+ * @return the first CUDA error, or cudaSuccess
+ */
+cudaError_t l03_fa1_qgroups_plan_d64(const attn_problem *p, l03_fa1_plan *plan);
+
+/**
+ * Version 3's grid choice for HEAD_DIM 128. See l03_fa1_qgroups_plan_d64().
+ * @param p     the problem; p->dim must be 128
+ * @param plan  out: tiles, shared memory, slots and the chosen group count
+ * @return the first CUDA error, or cudaSuccess
+ */
+cudaError_t l03_fa1_qgroups_plan_d128(const attn_problem *p, l03_fa1_plan *plan);
 
 /** Workspace bytes of versions 2 and 3: m and l for every query row. @param p the problem
  *  @return 2 x batch x heads x seq_q x sizeof(float) */
@@ -217,6 +270,17 @@ double l03_traffic_writes(const l03_traffic *t);
 int l03_fa1_model(const attn_problem *p, const l03_fa1_plan *plan, const float *q, const float *k,
                   const float *v, float *o, float *lse, l03_traffic *t);
 
+/** One l03_fa1_attention() run: the plan it follows and the traffic it counted. */
+typedef struct l03_fa1_run {
+  const l03_fa1_plan *plan; /**< the tiles */
+  l03_traffic traffic;      /**< out: the traffic of the run */
+} l03_fa1_run;
+
+/** l03_fa1_model() in the shape attn_cpu_check() takes; @p ctx is an l03_fa1_run. Returns 0, or -1
+ *  when host memory runs out. */
+int l03_fa1_attention(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, float *lse, void *ctx);
+
 /**
  * The model's traffic in closed form, exact for every non-causal shape (any seq_q, seq_kv), in
  * elements. Per (batch, head), with N_q = seq_q, N_kv = seq_kv, G = plan->q_groups:
@@ -258,7 +322,7 @@ double l03_fused_row_elems(const attn_problem *p);
 int l03_cpu_part(const attn_options *o);
 
 /** The lesson's version table (versions.c). */
-extern const attn_lesson attn_lesson03;
+extern const attn_lesson l03_lesson;
 
 #ifdef __cplusplus
 }

@@ -3,5 +3,5 @@
 #include "fa1_tiling.h"
 
 int main(int argc, char **argv) {
-  return attn_main(argc, argv, &attn_lesson03);
+  return attn_main(argc, argv, &l03_lesson);
 }

@@ -2,7 +2,7 @@
  * See tile_loops.h. */
 #include "tile_loops.h"
 
-void fa1_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
+void l03_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
   /* Four tiles of Bc x d floats (K_j, V_j, Q_i, O_i) fill M; Br <= d keeps Q_i and O_i no bigger
    * than a K tile, and Br <= Bc keeps the S_ij tile (Br x Bc) within one more tile. */
   long c = (m_floats + 4L * d - 1) / (4L * d);
@@ -10,26 +10,26 @@ void fa1_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
   *br = c < d ? (int)c : d;
 }
 
-int fa1_num_tiles(int len, int tile) {
+int l03_num_tiles(int len, int tile) {
   return (len + tile - 1) / tile;
 }
 
-int fa1_tile_start(int t, int tile) {
+int l03_tile_start(int t, int tile) {
   return t * tile;
 }
 
-int fa1_tile_end(int t, int tile, int len) {
+int l03_tile_end(int t, int tile, int len) {
   int end = (t + 1) * tile;
   return end < len ? end : len;
 }
 
-fa1_tile_class fa1_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv) {
+l03_tile_class l03_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv) {
   /* Query r sees keys 0 .. r + offset. The first row of a tile sees the fewest keys, the last row
    * the most, so two comparisons decide the whole tile. */
   const long offset = (long)seq_kv - (long)seq_q;
-  const long r_first = fa1_tile_start(i, br), r_last = fa1_tile_end(i, br, seq_q) - 1;
-  const long c_first = fa1_tile_start(j, bc), c_last = fa1_tile_end(j, bc, seq_kv) - 1;
-  if (c_first > r_last + offset) return FA1_TILE_MASKED;   /* even the last row sees none */
-  if (c_last <= r_first + offset) return FA1_TILE_VISIBLE; /* even the first row sees all */
-  return FA1_TILE_PARTIAL;
+  const long r_first = l03_tile_start(i, br), r_last = l03_tile_end(i, br, seq_q) - 1;
+  const long c_first = l03_tile_start(j, bc), c_last = l03_tile_end(j, bc, seq_kv) - 1;
+  if (c_first > r_last + offset) return L03_TILE_MASKED;   /* even the last row sees none */
+  if (c_last <= r_first + offset) return L03_TILE_VISIBLE; /* even the first row sees all */
+  return L03_TILE_PARTIAL;
 }

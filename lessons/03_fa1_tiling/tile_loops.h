@@ -19,11 +19,11 @@ extern "C" {
 #endif
 
 /** How a bottom-right causal mask meets one (query tile, key tile) pair. */
-typedef enum fa1_tile_class {
-  FA1_TILE_VISIBLE = 1, /**< every query of the tile sees every key of the tile: no mask needed */
-  FA1_TILE_PARTIAL = 2, /**< some pairs are visible and some are not: mask element by element */
-  FA1_TILE_MASKED = 3   /**< no query of the tile sees any key of the tile: skip the tile */
-} fa1_tile_class;
+typedef enum l03_tile_class {
+  L03_TILE_VISIBLE = 1, /**< every query of the tile sees every key of the tile: no mask needed */
+  L03_TILE_PARTIAL = 2, /**< some pairs are visible and some are not: mask element by element */
+  L03_TILE_MASKED = 3   /**< no query of the tile sees any key of the tile: skip the tile */
+} l03_tile_class;
 
 /**
  * The tile sizes of Algorithm 1 (Dao et al. 2022) for an on-chip memory of @p m_floats floats:
@@ -33,7 +33,7 @@ typedef enum fa1_tile_class {
  * @param br        out: Br, query rows per tile
  * @param bc        out: Bc, keys per tile
  */
-void fa1_paper_tile_sizes(long m_floats, int d, int *br, int *bc);
+void l03_paper_tile_sizes(long m_floats, int d, int *br, int *bc);
 
 /**
  * Tiles needed to cover @p len elements with tiles of @p tile: ceil(len / tile); 0 when len is 0.
@@ -41,7 +41,7 @@ void fa1_paper_tile_sizes(long m_floats, int d, int *br, int *bc);
  * @param tile  tile size (> 0)
  * @return the number of tiles (Tr for queries, Tc for keys)
  */
-int fa1_num_tiles(int len, int tile);
+int l03_num_tiles(int len, int tile);
 
 /**
  * First index of tile @p t.
@@ -49,29 +49,29 @@ int fa1_num_tiles(int len, int tile);
  * @param tile  tile size
  * @return t * tile
  */
-int fa1_tile_start(int t, int tile);
+int l03_tile_start(int t, int tile);
 
 /**
  * One past the last index of tile @p t: the last tile stops at @p len, the others are full.
- * @param t     tile number, 0-based, below fa1_num_tiles(len, tile)
+ * @param t     tile number, 0-based, below l03_num_tiles(len, tile)
  * @param tile  tile size
  * @param len   length of the axis
  * @return min((t + 1) * tile, len)
  */
-int fa1_tile_end(int t, int tile, int len);
+int l03_tile_end(int t, int tile, int len);
 
 /**
  * Classify query tile @p i against key tile @p j under a bottom-right causal mask: query r sees key
  * c when c <= r + (seq_kv - seq_q). The tiles are clipped to seq_q and seq_kv.
- * @param i       query tile, 0-based, below fa1_num_tiles(seq_q, br)
- * @param j       key tile, 0-based, below fa1_num_tiles(seq_kv, bc)
+ * @param i       query tile, 0-based, below l03_num_tiles(seq_q, br)
+ * @param j       key tile, 0-based, below l03_num_tiles(seq_kv, bc)
  * @param br      query rows per tile (Br)
  * @param bc      keys per tile (Bc)
  * @param seq_q   query tokens
  * @param seq_kv  key tokens
- * @return FA1_TILE_VISIBLE, FA1_TILE_PARTIAL or FA1_TILE_MASKED
+ * @return L03_TILE_VISIBLE, L03_TILE_PARTIAL or L03_TILE_MASKED
  */
-fa1_tile_class fa1_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv);
+l03_tile_class l03_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,12 @@
+// clang-format off
 /** @file
- * @brief Versions 2 and 3: FlashAttention-1, Algorithm 1 of Dao et al. 2022, on CUDA cores in fp32.
+ * @brief Version 2: FlashAttention-1, Algorithm 1 of Dao et al. 2022, as published (one block per
+ * (batch, head)), on CUDA cores in fp32.
  *
- * What changed from version 1: the keys and values are cut into tiles of Bc rows that are loaded
- * into shared memory once and used by Br query rows at a time, so a key read from HBM serves Br
- * queries instead of one. The loop order is the paper's: key/value tiles outside, query tiles
- * inside, and the per-query state (O_i, l_i, m_i) lives in HBM between visits:
+ * What changed: the keys and values are cut into tiles of Bc rows that are loaded into shared
+ * memory once and used by Br query rows at a time, so a key read from HBM serves Br queries instead
+ * of one. The loop order is the paper's: key/value tiles outside, query tiles inside, and the
+ * per-query state (O_i, l_i, m_i) lives in HBM between visits:
  *
  *     for j in 0 .. Tc-1:                          K_j, V_j: HBM -> shared memory, once
  *       for i in 0 .. Tr-1:                        Q_i, O_i, l_i, m_i: HBM -> chip
@@ -19,24 +21,6 @@
  * new terms are added, and dividing by l_new normalises again. (Dividing by l_new without first
  * multiplying by l_i, as some write-ups do, shrinks the old terms at every step and is wrong.)
  * At the end LSE = m + log l.
- *
- * What it should buy, version 2 (one block per (batch, head), exactly as published): HBM traffic of
- * Theta(N^2 d^2 / M) instead of version 1's Theta(N^2 d) load requests, and fewer instructions per
- * (query, key) pair: 2d FMAs instead of version 1's 3d, because O is rescaled once per tile rather
- * than once per key, with operands from shared memory that a 4 x 4 register block reuses four
- * times. What it costs: Q_i and O_i cross HBM Tc times; and with one block per (batch, head) the
- * launch has batch * heads blocks (16 at the lesson's default shape, on a 132-SM H200).
- * Prediction: 16 busy SMs, each perhaps 1.5 x as productive as under version 1, against 132:
- * version 2 about 5 x slower than version 1.
- *
- * Version 3 (labelled "fa1-qgroups", not in the paper): the same kernel, with q_groups blocks per
- * (batch, head), block g taking query tiles g, g + q_groups, ... Each block still runs Algorithm
- * 1's loops over its own query tiles, and re-reads K and V; q_groups is chosen from the SM count so
- * that every SM has a block. Splitting the query axis across blocks is FlashAttention-2's first
- * change; lesson 4 makes it the outer loop and keeps O_i on chip. Prediction: the whole GPU busy
- * and 2d instead of 3d instructions per pair: about 1.5 x faster than version 1.
- * Measured (H200, batch 1, heads 16, seq 4096, dim 64, 2026-11-21): version 2 1.49 x slower than
- * version 1, version 3 5.22 x faster; see the lesson's README.
  *
  * Tiles: Bc = ceil(M / 4d), Br = min(Bc, d), M = the per-block opt-in shared memory in floats
  * (queried at each launch). The kernel's warp tiles need Bc to be a multiple of 32 (and the padded
@@ -74,11 +58,31 @@
  * Causal: a (i, j) tile pair that no query of Q_i can see is skipped whole (no loads, no work),
  * one that every query sees fully is computed without the element mask, and only the partly
  * visible ones on the diagonal test each (row, key) pair. The same classification is drill 3's
- * fa1_causal_tile_class().
+ * l03_causal_tile_class().
  *
- * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
- * Measured (H200, batch 1, heads 16, seq 4096, dim 64): see the lesson's README.
+ * Why: HBM traffic of Theta(N^2 d^2 / M) instead of version 1's Theta(N^2 d) load requests, and
+ * fewer instructions per (query, key) pair: 2d FMAs instead of version 1's 3d, because O is
+ * rescaled once per tile rather than once per key, with operands from shared memory that a 4 x 4
+ * register block reuses four times. What it costs: Q_i and O_i cross HBM Tc times; and with one
+ * block per (batch, head) the launch has batch * heads blocks (16 at the lesson's default shape, on
+ * a 132-SM H200).
+ *
+ * Prediction: 16 busy SMs, each perhaps 1.5 x as productive as under version 1, against 132:
+ * version 2 about 5 x slower than version 1.
+ *
+ * Measured: NVIDIA H200, 2026-11-23, batch 1, 16 heads, seq 4096, dim 64
+ * (docs/results/h200-2026-11-23): 26.291 ms, 2.6 TFLOP/s, against version 1's 17.700 ms: slower,
+ * but far from 5 x. With one eighth of the SMs busy, each busy SM got through several times the
+ * work of an SM under version 1, not the 1.5 times assumed. At seq 16384: 421.732 ms, 2.6 TFLOP/s.
+ *
+ * Run: `./run 2` (the lesson's default shape) and `./run 2 --seq 16384`. Nsight Compute, in
+ * build/bin (ncu-runs.txt; the README's DRAM table):
+ *
+ *     ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:'l03_(fused_row|fa1)_kernel' -c 1 ./lesson-3 2 --seq 4096 --check-only
+ *     ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:'l03_(fused_row|fa1)_kernel' -c 1 ./lesson-3 2 --seq 16384 --check-only
  */
+// clang-format on
+/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
 #ifndef HEAD_DIM
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
@@ -93,26 +97,26 @@
 #include "tile_loops.h"
 
 /** Warps per block. */
-#define FA1_WARPS (L03_FA1_THREADS / 32)
-#define D4 (HEAD_DIM / 4) /**< float4s per row of d */
+#define FA_WARPS (L03_FA1_THREADS / 32)
+#define FA_D4 (HEAD_DIM / 4) /**< float4s per row of d */
 
 /** Token pasting, after expanding `b`. */
-#define FA1_CAT_(a, b) a##b
+#define FA_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
-#define FA1_CAT(a, b) FA1_CAT_(a, b)
-/** This build's kernel: fa1_kernel_d64 or fa1_kernel_d128. */
-#define FA1_KERNEL FA1_CAT(fa1_kernel_d, HEAD_DIM)
+#define FA_CAT(a, b) FA_CAT_(a, b)
+/** This build's kernel: l03_fa1_kernel_d64 or l03_fa1_kernel_d128. */
+#define FA_KERNEL FA_CAT(l03_fa1_kernel_d, HEAD_DIM)
 /** This build's launcher: l03_fa1_d64() or l03_fa1_d128(), declared in fa1_tiling.h. */
-#define FA1_LAUNCH FA1_CAT(l03_fa1_d, HEAD_DIM)
+#define FA_LAUNCH FA_CAT(l03_fa1_d, HEAD_DIM)
 /** This build's planner: l03_fa1_device_plan_d64() or l03_fa1_device_plan_d128(). */
-#define FA1_PLAN FA1_CAT(l03_fa1_device_plan_d, HEAD_DIM)
+#define FA_PLAN FA_CAT(l03_fa1_device_plan_d, HEAD_DIM)
 
-/** Same rule as fa1_causal_tile_class() in tile_loops.c, on rows [r0, r0 + nr) and keys [c0, c0 +
+/** Same rule as l03_causal_tile_class() in tile_loops.c, on rows [r0, r0 + nr) and keys [c0, c0 +
  * nc) of a tile; offset = seq_kv - seq_q. */
 static __device__ __forceinline__ int tile_class(int r0, int nr, int c0, int nc, int offset) {
-  if (c0 > r0 + nr - 1 + offset) return FA1_TILE_MASKED;
-  if (c0 + nc - 1 <= r0 + offset) return FA1_TILE_VISIBLE;
-  return FA1_TILE_PARTIAL;
+  if (c0 > r0 + nr - 1 + offset) return L03_TILE_MASKED;
+  if (c0 + nc - 1 <= r0 + offset) return L03_TILE_VISIBLE;
+  return L03_TILE_PARTIAL;
 }
 
 /** A float4 of zeros. */
@@ -131,15 +135,15 @@ static __device__ __forceinline__ void store4(float *p, float4 v) {
  * g + q_groups, ...) computes S and P~ on chip and updates O_i, m_i and l_i in HBM; at the end it
  * writes the log-sum-exp of its rows. With q_groups = 1 this is version 2, otherwise version 3. */
 static __global__ void __launch_bounds__(L03_FA1_THREADS)
-    FA1_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
-               const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
-               const float *__restrict__ v,  // [batch, seq_kv, kv_heads, HEAD_DIM]
-               float *__restrict__ o,        // [batch, seq_q, heads, HEAD_DIM]: Algorithm 1's O
-               float *__restrict__ lse,      // [batch, heads, seq_q]
-               float *__restrict__ m_hbm,    // [batch, heads, seq_q]: Algorithm 1's m
-               float *__restrict__ l_hbm,    // [batch, heads, seq_q]: Algorithm 1's l
-               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale, int br,
-               int bc, int ld_s, int q_groups) {
+    FA_KERNEL(const float *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
+              const float *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
+              const float *__restrict__ v,  // [batch, seq_kv, kv_heads, HEAD_DIM]
+              float *__restrict__ o,        // [batch, seq_q, heads, HEAD_DIM]: Algorithm 1's O
+              float *__restrict__ lse,      // [batch, heads, seq_q]
+              float *__restrict__ m_hbm,    // [batch, heads, seq_q]: Algorithm 1's m
+              float *__restrict__ l_hbm,    // [batch, heads, seq_q]: Algorithm 1's l
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale, int br,
+              int bc, int ld_s, int q_groups) {
   extern __shared__ float4 smem4[];
   float *Kt = (float *)smem4;      // [HEAD_DIM][bc]
   float *Vs = Kt + HEAD_DIM * bc;  // [bc][HEAD_DIM]
@@ -167,8 +171,8 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
   /* Algorithm 1, step 2: O = 0, l = 0, m = -inf in HBM, for the query tiles this block owns. */
   for (int i = grp; i < tr; i += q_groups) {
     const int r0 = i * br, nr = min(br, seq_q - r0);
-    for (int x = tid; x < nr * D4; x += L03_FA1_THREADS)
-      store4(obh + (size_t)(r0 + x / D4) * q_tok + 4 * (x % D4), zero4());
+    for (int x = tid; x < nr * FA_D4; x += L03_FA1_THREADS)
+      store4(obh + (size_t)(r0 + x / FA_D4) * q_tok + 4 * (x % FA_D4), zero4());
     for (int r = tid; r < nr; r += L03_FA1_THREADS) {
       m_hbm[st0 + r0 + r] = -INFINITY;
       l_hbm[st0 + r0 + r] = 0.f;
@@ -181,7 +185,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
 
     /* Step 6: K_j, V_j -> shared memory. Rows past seq_kv are zero (never NaN from stale memory).
      */
-    for (int x = tid; x < bc * D4; x += L03_FA1_THREADS) {
+    for (int x = tid; x < bc * FA_D4; x += L03_FA1_THREADS) {
       const int c = x % bc, d = 4 * (x / bc);
       const float4 kk = c < nc ? *(const float4 *)(kbg + (size_t)(c0 + c) * kv_tok + d) : zero4();
       Kt[(d + 0) * bc + c] = kk.x;
@@ -189,21 +193,21 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
       Kt[(d + 2) * bc + c] = kk.z;
       Kt[(d + 3) * bc + c] = kk.w;
     }
-    for (int x = tid; x < bc * D4; x += L03_FA1_THREADS) {
-      const int c = x / D4, d = 4 * (x % D4);
+    for (int x = tid; x < bc * FA_D4; x += L03_FA1_THREADS) {
+      const int c = x / FA_D4, d = 4 * (x % FA_D4);
       *(float4 *)(Vs + c * HEAD_DIM + d) =
           c < nc ? *(const float4 *)(vbg + (size_t)(c0 + c) * kv_tok + d) : zero4();
     }
 
     for (int i = grp; i < tr; i += q_groups) { /* step 7: the inner loop, over query tiles */
       const int r0 = i * br, nr = min(br, seq_q - r0);
-      const int cls = causal ? tile_class(r0, nr, c0, nc, offset) : FA1_TILE_VISIBLE;
-      if (cls == FA1_TILE_MASKED)
+      const int cls = causal ? tile_class(r0, nr, c0, nc, offset) : L03_TILE_VISIBLE;
+      if (cls == L03_TILE_MASKED)
         continue; /* the same for every thread: no barrier is skipped
                      by only some of them */
 
       /* Step 8 (Q_i part): Q_i -> Qt, scaled. O_i, l_i, m_i are read where they are used. */
-      for (int x = tid; x < br * D4; x += L03_FA1_THREADS) {
+      for (int x = tid; x < br * FA_D4; x += L03_FA1_THREADS) {
         const int r = x % br, d = 4 * (x / br);
         const float4 qq = r < nr ? *(const float4 *)(qbh + (size_t)(r0 + r) * q_tok + d) : zero4();
         Qt[(d + 0) * br + r] = qq.x * scale;
@@ -218,7 +222,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
       {
         const int rg = lane >> 3, cg = lane & 7;
         const int wtc = bc / 32, n_wt = (br / 16) * wtc;
-        for (int wt = warp; wt < n_wt; wt += FA1_WARPS) {
+        for (int wt = warp; wt < n_wt; wt += FA_WARPS) {
           const int r = (wt / wtc) * 16 + 4 * rg; /* this thread's rows r .. r+3 */
           const int c = (wt % wtc) * 32 + 4 * cg; /* and keys c .. c+3 */
           if ((wt / wtc) * 16 >= nr || (wt % wtc) * 32 >= nc) continue;
@@ -239,7 +243,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
           }
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            if (cls == FA1_TILE_PARTIAL) { /* the element mask, only on the diagonal tiles */
+            if (cls == L03_TILE_PARTIAL) { /* the element mask, only on the diagonal tiles */
 #pragma unroll
               for (int a = 0; a < 4; ++a)
                 if (c0 + c + e > r0 + r + a + offset) acc[a][e] = -INFINITY;
@@ -255,7 +259,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
        * from HBM: m_new, l_new, the two factors of the O_i update; m_i, l_i back to HBM. */
       {
         const int rl = lane & 7, cgrp = lane >> 3;
-        for (int rb = warp * 8; rb < br; rb += FA1_WARPS * 8) {
+        for (int rb = warp * 8; rb < br; rb += FA_WARPS * 8) {
           if (rb >= nr) break; /* same for the whole warp */
           const int r = rb + rl;
           const int live = r < nr; /* rows past seq_q: St holds nothing meaningful */
@@ -307,7 +311,7 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
       {
         const int rg = lane >> 3, dg = lane & 7;
         const int wtd = HEAD_DIM / 32, n_wt = (br / 16) * wtd;
-        for (int wt = warp; wt < n_wt; wt += FA1_WARPS) {
+        for (int wt = warp; wt < n_wt; wt += FA_WARPS) {
           const int r = (wt / wtd) * 16 + 4 * rg; /* rows r .. r+3 */
           const int d = (wt % wtd) * 32 + 4 * dg; /* dims d .. d+3 */
           if ((wt / wtd) * 16 >= nr) continue;
@@ -359,46 +363,46 @@ static __global__ void __launch_bounds__(L03_FA1_THREADS)
   }
 }
 
-/** The plan for the current device: tiles from its opt-in shared memory, and the group count. The
- * kernel attribute and the occupancy query are remembered for the last device and size, so that a
- * timed launch does not pay for them again. */
-extern "C" cudaError_t FA1_PLAN(const attn_problem *p, int q_groups, l03_fa1_plan *plan) {
+/** The plan for the current device: tiles from its opt-in shared memory, the blocks of this kernel
+ * the device runs at once, and the group count asked for. The kernel attribute and the occupancy
+ * query are remembered for the last device and size, so that a timed launch does not pay for them
+ * again. */
+extern "C" cudaError_t FA_PLAN(const attn_problem *p, int q_groups, l03_fa1_plan *plan) {
   static int known_dev = -1, known_per_sm = 0, known_sms = 0;
   static size_t known_bytes = 0;
-  if (p->dim != HEAD_DIM) return cudaErrorInvalidValue;
+  if (p->dim != HEAD_DIM || q_groups < 1) return cudaErrorInvalidValue;
   int dev = 0, optin = 0;
   ATTN_TRY(cudaGetDevice(&dev));
   ATTN_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   if (l03_fa1_plan_make(p, optin / (long)sizeof(float), plan) != 0)
     return cudaErrorInvalidConfiguration;
   if (dev != known_dev || plan->smem_bytes != known_bytes) {
-    ATTN_TRY(cudaFuncSetAttribute(FA1_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    ATTN_TRY(cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   (int)plan->smem_bytes));
     ATTN_TRY(cudaDeviceGetAttribute(&known_sms, cudaDevAttrMultiProcessorCount, dev));
-    ATTN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&known_per_sm, FA1_KERNEL,
+    ATTN_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&known_per_sm, FA_KERNEL,
                                                            L03_FA1_THREADS, plan->smem_bytes));
     known_dev = dev;
     known_bytes = plan->smem_bytes;
   }
-  if (q_groups <= 0)
-    q_groups = l03_fa1_choose_groups(p->batch * p->heads, plan->tr,
-                                     known_sms * (known_per_sm > 0 ? known_per_sm : 1));
+  plan->slots = known_sms * (known_per_sm > 0 ? known_per_sm : 1);
   plan->q_groups = q_groups < plan->tr ? q_groups : (plan->tr > 0 ? plan->tr : 1);
   return cudaSuccess;
 }
 
 /** The launcher, l03_fa1_d64() or l03_fa1_d128(): plans the tiles, then launches one block per
- * (batch, head, query group); m and l live in `workspace`. */
-extern "C" cudaError_t FA1_LAUNCH(const attn_problem *p, const float *q, const float *k,
-                                  const float *v, float *o, float *lse, float *workspace,
-                                  int q_groups, cudaStream_t stream) {
+ * (batch, head, query group); m and l live in `workspace`. Version 2 passes q_groups = 1, version 3
+ * (v3_fa1_qgroups.cu) the count it chooses. */
+extern "C" cudaError_t FA_LAUNCH(const attn_problem *p, const float *q, const float *k,
+                                 const float *v, float *o, float *lse, float *workspace,
+                                 int q_groups, cudaStream_t stream) {
   l03_fa1_plan plan;
-  ATTN_TRY(FA1_PLAN(p, q_groups, &plan));
+  ATTN_TRY(FA_PLAN(p, q_groups, &plan));
   const long blocks = (long)p->batch * p->heads * plan.q_groups;
   if (plan.tr == 0 || blocks == 0) return cudaSuccess;
   if (blocks > 0x7fffffffL) return cudaErrorInvalidConfiguration;
   float *m_hbm = workspace, *l_hbm = workspace + attn_rows(p);
-  FA1_KERNEL<<<(unsigned)blocks, L03_FA1_THREADS, plan.smem_bytes, stream>>>(
+  FA_KERNEL<<<(unsigned)blocks, L03_FA1_THREADS, plan.smem_bytes, stream>>>(
       q, k, v, o, lse, m_hbm, l_hbm, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->causal,
       attn_scale(p), plan.br, plan.bc, plan.ld_s, plan.q_groups);
   ATTN_TRY_LAUNCH();

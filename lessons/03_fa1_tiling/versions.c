@@ -15,27 +15,26 @@ static cudaError_t launch_fused_row(const attn_problem *p, const attn_args *a, c
   return l03_fused_row_d128(p, q, k, v, (float *)a->o, a->lse, s);
 }
 
-static cudaError_t launch_fa1_groups(const attn_problem *p, const attn_args *a, int q_groups,
-                                     cudaStream_t s) {
-  const float *q = (const float *)a->q, *k = (const float *)a->k, *v = (const float *)a->v;
-  float *ws = (float *)a->workspace;
-  if (p->dim == 64) return l03_fa1_d64(p, q, k, v, (float *)a->o, a->lse, ws, q_groups, s);
-  return l03_fa1_d128(p, q, k, v, (float *)a->o, a->lse, ws, q_groups, s);
-}
-
 /* Version 2: one block per (batch, head), as the paper launches Algorithm 1. */
 static cudaError_t launch_fa1(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return launch_fa1_groups(p, a, 1, s);
+  const float *q = (const float *)a->q, *k = (const float *)a->k, *v = (const float *)a->v;
+  float *ws = (float *)a->workspace;
+  if (p->dim == 64) return l03_fa1_d64(p, q, k, v, (float *)a->o, a->lse, ws, 1, s);
+  return l03_fa1_d128(p, q, k, v, (float *)a->o, a->lse, ws, 1, s);
 }
 
 /* Version 3: as many blocks per (batch, head) as it takes to fill the GPU. */
 static cudaError_t launch_fa1_qgroups(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return launch_fa1_groups(p, a, 0, s);
+  const float *q = (const float *)a->q, *k = (const float *)a->k, *v = (const float *)a->v;
+  float *ws = (float *)a->workspace;
+  if (p->dim == 64) return l03_fa1_qgroups_d64(p, q, k, v, (float *)a->o, a->lse, ws, s);
+  return l03_fa1_qgroups_d128(p, q, k, v, (float *)a->o, a->lse, ws, s);
 }
 
 static const attn_version kVersions[] = {
     {.name = "fused-row",
-     .summary = "fused, not tiled: one thread per query row streams all of K and V (online softmax)",
+     .summary =
+         "fused, not tiled: one thread per query row streams all of K and V (online softmax)",
      .kind = ATTN_DENSE,
      .dtype = ATTN_F32,
      .min_sm = 80,
@@ -43,7 +42,8 @@ static const attn_version kVersions[] = {
      .supports = supports_dim,
      .launch = launch_fused_row},
     {.name = "fa1",
-     .summary = "Algorithm 1 as published: K/V tiles outer, Q tiles inner, one block per (batch, head)",
+     .summary =
+         "Algorithm 1 as published: K/V tiles outer, Q tiles inner, one block per (batch, head)",
      .kind = ATTN_DENSE,
      .dtype = ATTN_F32,
      .min_sm = 80,
@@ -62,9 +62,12 @@ static const attn_version kVersions[] = {
      .workspace = l03_fa1_workspace_bytes},
 };
 
-static cudaError_t device_plan(const attn_problem *p, int q_groups, l03_fa1_plan *plan) {
-  return p->dim == 64 ? l03_fa1_device_plan_d64(p, q_groups, plan)
-                      : l03_fa1_device_plan_d128(p, q_groups, plan);
+/* The plans of versions 2 (one group) and 3 (the groups it chooses) on this device. */
+static cudaError_t device_plans(const attn_problem *p, l03_fa1_plan *one, l03_fa1_plan *many) {
+  const cudaError_t e =
+      p->dim == 64 ? l03_fa1_device_plan_d64(p, 1, one) : l03_fa1_device_plan_d128(p, 1, one);
+  if (e != cudaSuccess) return e;
+  return p->dim == 64 ? l03_fa1_qgroups_plan_d64(p, many) : l03_fa1_qgroups_plan_d128(p, many);
 }
 
 static const attn_result *timed(const attn_result *rs, int n, int index) {
@@ -84,7 +87,7 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   const attn_problem *p = &o->problem;
   if (!dev || supports_dim(p)) return 0;
   l03_fa1_plan one, many;
-  if (device_plan(p, 1, &one) != cudaSuccess || device_plan(p, 0, &many) != cudaSuccess) return 1;
+  if (device_plans(p, &one, &many) != cudaSuccess) return 1;
   printf("\nFA1 on this GPU: M = %ld floats (opt-in shared memory per block)\n", one.smem_floats);
   printf(
       "  Bc = %d (paper: ceil(M/4d) = %d), Br = %d (paper: min(Bc, d) = %d), Tc = %d, Tr = %d, "
@@ -115,14 +118,22 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
 
 static const int kDims[] = {64, 128};
 
-const attn_lesson attn_lesson03 = {
-    3,
-    "FlashAttention-1: tiling plus online softmax, O(N) memory",
-    kVersions,
-    (int)(sizeof kVersions / sizeof kVersions[0]),
-    {1, 16, 0, 4096, 0, 64, 0, 16, 0.0f}, /* kv_heads, seq_kv 0: follow heads, seq */
-    kDims,
-    2,
-    l03_cpu_part,
-    report,
+const attn_lesson l03_lesson = {
+    .number = 3,
+    .title = "FlashAttention-1: tiling plus online softmax, O(N) memory",
+    .versions = kVersions,
+    .n_versions = (int)(sizeof kVersions / sizeof kVersions[0]),
+    .defaults = {.batch = 1,
+                 .heads = 16,
+                 .kv_heads = 0, /* same as --heads unless --kv-heads is given */
+                 .seq_q = 4096,
+                 .seq_kv = 0, /* same as --seq unless --kv-seq is given */
+                 .dim = 64,
+                 .causal = 0,
+                 .block_size = 16,
+                 .scale = 0.0f},
+    .dims = kDims,
+    .n_dims = 2,
+    .cpu_part = l03_cpu_part,
+    .report = report,
 };

@@ -20,8 +20,8 @@
  * stream, returns the first CUDA error and never exits. Versions 1-2 read and write fp32; versions
  * 3-7 read and write bf16 and accumulate in fp32. All write the natural-log log-sum-exp.
  */
-#ifndef FA2_WARPS_H
-#define FA2_WARPS_H
+#ifndef L04_FA2_WARPS_H
+#define L04_FA2_WARPS_H
 
 #include "attn.h"
 
@@ -158,11 +158,22 @@ int l04_version_is_bf16(int version);
 long l04_cpu_forward(const attn_problem *p, const float *q, const float *k, const float *v,
                      float *o, float *lse, int br, int bc);
 
+/** The tiles of one l04_cpu_attention() run, and the KV-tile visits it counted. */
+typedef struct l04_cpu_tiles {
+  int br;      /**< query rows per tile */
+  int bc;      /**< keys per tile */
+  long visits; /**< out: KV tiles visited */
+} l04_cpu_tiles;
+
+/** l04_cpu_forward() in the shape attn_cpu_check() takes; @p ctx is an l04_cpu_tiles. Returns 0. */
+int l04_cpu_attention(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, float *lse, void *ctx);
+
 /** The lesson's table of versions, its default shape and head dimensions. */
-extern const attn_lesson attn_lesson04;
+extern const attn_lesson l04_lesson;
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif /* FA2_WARPS_H */
+#endif /* L04_FA2_WARPS_H */

@@ -3,5 +3,5 @@
 #include "fa2_warps.h"
 
 int main(int argc, char **argv) {
-  return attn_main(argc, argv, &attn_lesson04);
+  return attn_main(argc, argv, &l04_lesson);
 }

@@ -1,11 +1,9 @@
+// clang-format off
 /** @file
  * @brief Version 5: cp.async double buffering. The next K/V tile is on its way while this one
  * computes.
  *
- * What changed from version 4: the loads. In version 4 every tile went global -> registers ->
- * shared memory with all 4 warps waiting at a barrier until the slowest load returned (about a
- * microsecond of HBM latency per tile, during which the tensor cores idle unless the other block
- * on the SM happens to be computing). Now:
+ * What changed: the loads. Version 4 took every tile global -> registers -> shared memory; now:
  *  - cp.async copies 16 bytes from global to shared memory without registers (zero-filling rows
  *    past the end: src-size 0), and completes in groups that a thread waits for;
  *  - K and V each get two buffers. Tile j + 1's K is requested right after tile j's K has landed,
@@ -22,14 +20,26 @@
  *
  * Shared memory: Q 16/32 KB + 2 x (K + V) 32/64 KB = 48/96 KB for dim 64/128: two blocks per SM
  * still fit (H100/H200: 228 KB; A100: 164 KB).
+ *
+ * Why: in version 4 all 4 warps wait at a barrier until the slowest load of the tile returns
+ * (about a microsecond of HBM latency per tile), and the tensor cores idle unless the other block
+ * on the SM happens to be computing.
+ *
  * Prediction: the load latency leaves the critical path; 20-40% faster than version 4, toward the
  * tensor-core bound of mma.sync.
- * Measured (H200, 2026-11-21, batch 4, seq 4096, dim 128 heads 16 / dim 64 heads 32, TFLOP/s):
- *   328.2 / 276.2: 1.97x / 1.57x over version 4, above the prediction: two blocks per SM were
- *   far from enough to hide version 4's load stalls behind each other.
  *
- * Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128.
+ * Measured: NVIDIA H200, 2026-11-23, batch 4, seq 4096 (docs/results/h200-2026-11-23): dim 128,
+ * 16 heads: 328.0 TFLOP/s (causal 163.2); dim 64, 32 heads: 276.2 TFLOP/s (causal 138.1).
+ * Against version 4's 165.8 / 175.3, far above the prediction: two blocks per SM were far from
+ * enough to hide version 4's load stalls behind each other.
+ *
+ * Run: `./run 5` (dim 128, 16 heads) and `./run 5 --dim 64 --heads 32`; `--causal` for the causal
+ * figures. Nsight Compute, in build/bin (ncu-runs.txt):
+ *
+ *     ncu --clock-control none -k regex:'l04_(mma|swizzle|cpasync|causal|tiles)_kernel' --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_ldsm.sum ./lesson-4 --batch 1 --heads 16 --seq 2048 --dim 128 --check-only
  */
+// clang-format on
+/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
 #ifndef HEAD_DIM
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
@@ -41,47 +51,47 @@
 #include "fa2_warps.h"
 #include "ptx.cuh"
 
-#define MM_BR L04_BR                       /**< 128 query rows per block */
-#define MM_BC L04_BC                       /**< 64 keys per KV tile */
-#define MM_WROWS (MM_BR / 4)               /**< 32 rows per warp */
-#define MM_MT (MM_WROWS / 16)              /**< 2 m16 tiles per warp */
-#define MM_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
-#define MM_NT (MM_BC / 8)                  /**< n8 tiles of S: 8 */
-#define MM_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
-#define MM_PK (MM_BC / 16)                 /**< k-steps of O += P V: 4 */
-#define MM_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
-#define MM_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
-#define MM_RSTEP (L04_THREADS / MM_CHUNKS) /**< rows per pass of the block: 16 or 8 */
+#define FA_BR L04_BR                       /**< 128 query rows per block */
+#define FA_BC L04_BC                       /**< 64 keys per KV tile */
+#define FA_WROWS (FA_BR / 4)               /**< 32 rows per warp */
+#define FA_MT (FA_WROWS / 16)              /**< 2 m16 tiles per warp */
+#define FA_KS (HEAD_DIM / 16)              /**< k-steps of S = Q K^T */
+#define FA_NT (FA_BC / 8)                  /**< n8 tiles of S: 8 */
+#define FA_DT (HEAD_DIM / 8)               /**< n8 tiles of O */
+#define FA_PK (FA_BC / 16)                 /**< k-steps of O += P V: 4 */
+#define FA_CHUNKS (HEAD_DIM / 8)           /**< 16-byte chunks per tile row */
+#define FA_ROWB (HEAD_DIM * 2)             /**< bytes per tile row */
+#define FA_RSTEP (L04_THREADS / FA_CHUNKS) /**< rows per pass of the block: 16 or 8 */
 /** 1 when the warp keeps its Q fragments in registers for the whole KV loop (dim 64). */
-#define MM_Q_IN_REGS (HEAD_DIM <= 64)
+#define FA_Q_IN_REGS (HEAD_DIM <= 64)
 /** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
-#define MM_LOG2E 1.4426950408889634f
+#define FA_LOG2E 1.4426950408889634f
 /** ln(2): turns the base-2 log-sum-exp back into the natural one. */
-#define MM_LN2 0.6931471805599453f
+#define FA_LN2 0.6931471805599453f
 
 /** Token pasting, after expanding `b`. */
-#define MM_CAT_(a, b) a##b
+#define FA_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
-#define MM_CAT(a, b) MM_CAT_(a, b)
-/** This build's kernel: cpasync_kernel_d64 or cpasync_kernel_d128. */
-#define MM_KERNEL MM_CAT(cpasync_kernel_d, HEAD_DIM)
+#define FA_CAT(a, b) FA_CAT_(a, b)
+/** This build's kernel: l04_cpasync_kernel_d64 or l04_cpasync_kernel_d128. */
+#define FA_KERNEL FA_CAT(l04_cpasync_kernel_d, HEAD_DIM)
 /** This build's launcher: l04_cpasync_d64() or l04_cpasync_d128(), declared in fa2_warps.h. */
-#define MM_LAUNCH MM_CAT(l04_cpasync_d, HEAD_DIM)
+#define FA_LAUNCH FA_CAT(l04_cpasync_d, HEAD_DIM)
 
 /* Shared memory: Q [128][dim], K [2][64][dim], V [2][64][dim], bf16. */
-/** Bytes of one K or V tile buffer: MM_BC rows of MM_ROWB bytes. */
-#define MM_TILE_BYTES (MM_BC * MM_ROWB)
+/** Bytes of one K or V tile buffer: FA_BC rows of FA_ROWB bytes. */
+#define FA_TILE_BYTES (FA_BC * FA_ROWB)
 /** Dynamic shared memory per block: the Q tile, then K and V, two buffers each. */
-#define MM_SMEM_BYTES (MM_BR * MM_ROWB + 4 * MM_TILE_BYTES)
+#define FA_SMEM_BYTES (FA_BR * FA_ROWB + 4 * FA_TILE_BYTES)
 
 /** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled. */
 static __device__ __forceinline__ uint32_t tile_off(int row, int chunk) {
-  return (uint32_t)((row * MM_CHUNKS + (chunk ^ (row & 7))) * 16);
+  return (uint32_t)((row * FA_CHUNKS + (chunk ^ (row & 7))) * 16);
 }
 
 /** Issue this thread's share of the copies of a tile of `rows` rows: chunk c_t of rows r_t,
- * r_t + MM_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
- * `src` its global address, `step` MM_RSTEP rows of global memory, `left` the rows that exist from
+ * r_t + FA_RSTEP, ... `dst` is the shared address of the first (tile base + tile_off(r_t, c_t)),
+ * `src` its global address, `step` FA_RSTEP rows of global memory, `left` the rows that exist from
  * r_t on. Rows that do not exist are zero-filled (src-size 0, nothing read; the address given is
  * then `safe`, the same chunk of the tile's first row, which always exists): a key past seq_kv
  * must give 0 in P.V, never a stale NaN. */
@@ -89,18 +99,18 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
                                                  const attn_bf16 *safe, size_t step, int left,
                                                  int rows) {
 #pragma unroll
-  for (int it = 0; it < rows / MM_RSTEP; ++it) {
-    const int ok = it * MM_RSTEP < left;
-    cp_async_16(dst + it * MM_RSTEP * MM_ROWB, ok ? src + it * step : safe, ok ? 16 : 0);
+  for (int it = 0; it < rows / FA_RSTEP; ++it) {
+    const int ok = it * FA_RSTEP < left;
+    cp_async_16(dst + it * FA_RSTEP * FA_ROWB, ok ? src + it * step : safe, ok ? 16 : 0);
   }
 }
 
-/** One block per (Q tile of MM_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
+/** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
  * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
  * next tile while the warps compute on this one. Each warp writes its 32 rows of O and their
  * log-sum-exp. */
 static __global__ void __launch_bounds__(L04_THREADS, 2)
-    MM_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
+    FA_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
               const attn_bf16 *__restrict__ v,  // [batch, seq_kv, kv_heads, HEAD_DIM]
               attn_bf16 *__restrict__ o,        // [batch, seq_q, heads, HEAD_DIM]
@@ -108,9 +118,9 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
               int n_q_tiles) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t sQ_a = smem_u32(smem);           /* [MM_BR][HEAD_DIM] */
-  const uint32_t sK_a = sQ_a + MM_BR * MM_ROWB;   /* [2][MM_BC][HEAD_DIM] */
-  const uint32_t sV_a = sK_a + 2 * MM_TILE_BYTES; /* [2][MM_BC][HEAD_DIM] */
+  const uint32_t sQ_a = smem_u32(smem);           /* [FA_BR][HEAD_DIM] */
+  const uint32_t sK_a = sQ_a + FA_BR * FA_ROWB;   /* [2][FA_BC][HEAD_DIM] */
+  const uint32_t sV_a = sK_a + 2 * FA_TILE_BYTES; /* [2][FA_BC][HEAD_DIM] */
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3; /* quad (row) and lane in quad (column pair) */
@@ -118,16 +128,16 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
   const int bh = blockIdx.x / n_q_tiles;
   const int h = bh % heads, b = bh / heads;
   const int kvh = h / (heads / kv_heads);
-  const int q0 = q_tile * MM_BR;
-  const int wr0 = warp * MM_WROWS; /* split-Q: my warp's first row in the tile */
+  const int q0 = q_tile * FA_BR;
+  const int wr0 = warp * FA_WROWS; /* split-Q: my warp's first row in the tile */
   const size_t q_stride = (size_t)heads * HEAD_DIM, kv_stride = (size_t)kv_heads * HEAD_DIM;
   const attn_bf16 *qg = q + ((size_t)b * seq_q + q0) * q_stride + (size_t)h * HEAD_DIM;
   const attn_bf16 *kg = k + (size_t)b * seq_kv * kv_stride + (size_t)kvh * HEAD_DIM;
   const attn_bf16 *vg = v + (size_t)b * seq_kv * kv_stride + (size_t)kvh * HEAD_DIM;
   const int diag = seq_kv - seq_q;
 
-  /* Where this thread loads: chunk c_t of rows r_t + MM_RSTEP * i of every tile. */
-  const int r_t = threadIdx.x / MM_CHUNKS, c_t = threadIdx.x % MM_CHUNKS;
+  /* Where this thread loads: chunk c_t of rows r_t + FA_RSTEP * i of every tile. */
+  const int r_t = threadIdx.x / FA_CHUNKS, c_t = threadIdx.x % FA_CHUNKS;
   const uint32_t ld_off = tile_off(r_t, c_t);
   const size_t q_ld = (size_t)r_t * q_stride + c_t * 8, kv_ld = (size_t)r_t * kv_stride + c_t * 8;
   /* Where this lane's ldmatrix rows start. Rows of one lane differ by multiples of 8, so the
@@ -141,73 +151,73 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     v_off[i] = tile_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
   }
 
-  const int n_tiles = attn_cdiv(seq_kv, MM_BC);
-  const size_t kv_step = MM_RSTEP * kv_stride;
-  load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, MM_RSTEP * q_stride, seq_q - q0 - r_t, MM_BR);
+  const int n_tiles = attn_cdiv(seq_kv, FA_BC);
+  const size_t kv_step = FA_RSTEP * kv_stride;
+  load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, FA_RSTEP * q_stride, seq_q - q0 - r_t, FA_BR);
   cp_async_commit();
-  load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  load_rows(sK_a + ld_off, kg + kv_ld, kg + c_t * 8, kv_step, seq_kv - r_t, FA_BC);
   cp_async_commit();
-  load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, MM_BC);
+  load_rows(sV_a + ld_off, vg + kv_ld, vg + c_t * 8, kv_step, seq_kv - r_t, FA_BC);
   cp_async_commit();
   cp_async_wait_2(); /* Q has landed (K0 and V0 may still be in flight) */
   __syncthreads();
-#if MM_Q_IN_REGS
-  uint32_t qf[MM_MT][MM_KS][4]; /* my 32 x dim slice of Q as A fragments, for the whole loop */
+#if FA_Q_IN_REGS
+  uint32_t qf[FA_MT][FA_KS][4]; /* my 32 x dim slice of Q as A fragments, for the whole loop */
 #pragma unroll
-  for (int mt = 0; mt < MM_MT; ++mt)
+  for (int mt = 0; mt < FA_MT; ++mt)
 #pragma unroll
-    for (int ks = 0; ks < MM_KS; ++ks)
-      ldmatrix_x4(qf[mt][ks], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * MM_ROWB);
+    for (int ks = 0; ks < FA_KS; ++ks)
+      ldmatrix_x4(qf[mt][ks], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
 #endif
 
-  float acc[MM_MT][MM_DT][4];
-  float row_m[MM_MT][2], row_l[MM_MT][2]; /* [m16 tile][row g or g + 8]; m in log2 units */
+  float acc[FA_MT][FA_DT][4];
+  float row_m[FA_MT][2], row_l[FA_MT][2]; /* [m16 tile][row g or g + 8]; m in log2 units */
 #pragma unroll
-  for (int mt = 0; mt < MM_MT; ++mt) {
+  for (int mt = 0; mt < FA_MT; ++mt) {
 #pragma unroll
-    for (int dt = 0; dt < MM_DT; ++dt)
+    for (int dt = 0; dt < FA_DT; ++dt)
       acc[mt][dt][0] = acc[mt][dt][1] = acc[mt][dt][2] = acc[mt][dt][3] = 0.f;
     row_m[mt][0] = row_m[mt][1] = -INFINITY;
     row_l[mt][0] = row_l[mt][1] = 0.f;
   }
 
   for (int j = 0; j < n_tiles; ++j) {
-    const int k0 = j * MM_BC;
-    const uint32_t cur = (j & 1) * MM_TILE_BYTES, nxt = MM_TILE_BYTES - cur;
-    const size_t next_tile = (size_t)(k0 + MM_BC) * kv_stride, next_row = next_tile + kv_ld;
+    const int k0 = j * FA_BC;
+    const uint32_t cur = (j & 1) * FA_TILE_BYTES, nxt = FA_TILE_BYTES - cur;
+    const size_t next_tile = (size_t)(k0 + FA_BC) * kv_stride, next_row = next_tile + kv_ld;
     cp_async_wait_1(); /* my copies of K_j have landed */
     __syncthreads();   /* everyone's have, and every warp is done with tile j - 1 */
     if (j + 1 < n_tiles)
       load_rows(sK_a + nxt + ld_off, kg + next_row, kg + next_tile + c_t * 8, kv_step,
-                seq_kv - k0 - MM_BC - r_t, MM_BC);
+                seq_kv - k0 - FA_BC - r_t, FA_BC);
     cp_async_commit(); /* possibly empty: keeps the count of groups uniform */
 
     /* S = Q K^T: K rows are keys, so ldmatrix without .trans gives the col-major B operand. One
      * ldmatrix.x4 covers 16 keys x 16 dims: B fragments of two n8 tiles, used by both m16 tiles. */
-    float s[MM_MT][MM_NT][4];
+    float s[FA_MT][FA_NT][4];
 #pragma unroll
-    for (int mt = 0; mt < MM_MT; ++mt)
+    for (int mt = 0; mt < FA_MT; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < MM_NT; ++nt)
+      for (int nt = 0; nt < FA_NT; ++nt)
         s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
 #pragma unroll
-    for (int ks = 0; ks < MM_KS; ++ks) {
-      uint32_t a[MM_MT][4];
+    for (int ks = 0; ks < FA_KS; ++ks) {
+      uint32_t a[FA_MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MM_MT; ++mt) {
-#if MM_Q_IN_REGS
+      for (int mt = 0; mt < FA_MT; ++mt) {
+#if FA_Q_IN_REGS
         a[mt][0] = qf[mt][ks][0], a[mt][1] = qf[mt][ks][1];
         a[mt][2] = qf[mt][ks][2], a[mt][3] = qf[mt][ks][3];
 #else
-        ldmatrix_x4(a[mt], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * MM_ROWB);
+        ldmatrix_x4(a[mt], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
 #endif
       }
 #pragma unroll
-      for (int np = 0; np < MM_NT / 2; ++np) {
+      for (int np = 0; np < FA_NT / 2; ++np) {
         uint32_t kb[4];
-        ldmatrix_x4(kb, sK_a + cur + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MM_ROWB);
+        ldmatrix_x4(kb, sK_a + cur + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * FA_ROWB);
 #pragma unroll
-        for (int mt = 0; mt < MM_MT; ++mt) {
+        for (int mt = 0; mt < FA_MT; ++mt) {
           mma_bf16_16816(s[mt][2 * np], a[mt], kb[0], kb[1]);
           mma_bf16_16816(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
         }
@@ -216,9 +226,9 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 
     /* The mask, element by element: keys past the end, and the causal triangle. */
 #pragma unroll
-    for (int mt = 0; mt < MM_MT; ++mt) {
+    for (int mt = 0; mt < FA_MT; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < MM_NT; ++nt) {
+      for (int nt = 0; nt < FA_NT; ++nt) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
@@ -230,12 +240,12 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 
     /* Online softmax on my 4 rows: max over my 16 scores, then over the quad (2 shuffles). */
 #pragma unroll
-    for (int mt = 0; mt < MM_MT; ++mt)
+    for (int mt = 0; mt < FA_MT; ++mt)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         float mx = -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < MM_NT; ++nt)
+        for (int nt = 0; nt < FA_NT; ++nt)
           mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
@@ -245,7 +255,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
         row_m[mt][hf] = m_new;
         float sum = 0.f;
 #pragma unroll
-        for (int nt = 0; nt < MM_NT; ++nt)
+        for (int nt = 0; nt < FA_NT; ++nt)
 #pragma unroll
           for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
             float p = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -m_use));
@@ -254,7 +264,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
           }
         row_l[mt][hf] = row_l[mt][hf] * alpha + sum;
 #pragma unroll
-        for (int dt = 0; dt < MM_DT; ++dt) {
+        for (int dt = 0; dt < FA_DT; ++dt) {
           acc[mt][dt][2 * hf] *= alpha;
           acc[mt][dt][2 * hf + 1] *= alpha;
         }
@@ -264,27 +274,27 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     __syncthreads();
     if (j + 1 < n_tiles)
       load_rows(sV_a + nxt + ld_off, vg + next_row, vg + next_tile + c_t * 8, kv_step,
-                seq_kv - k0 - MM_BC - r_t, MM_BC);
+                seq_kv - k0 - FA_BC - r_t, FA_BC);
     cp_async_commit();
 
     /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
      * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
 #pragma unroll
-    for (int kk = 0; kk < MM_PK; ++kk) {
-      uint32_t pa[MM_MT][4];
+    for (int kk = 0; kk < FA_PK; ++kk) {
+      uint32_t pa[FA_MT][4];
 #pragma unroll
-      for (int mt = 0; mt < MM_MT; ++mt) {
+      for (int mt = 0; mt < FA_MT; ++mt) {
         pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
         pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
         pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
         pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
 #pragma unroll
-      for (int dp = 0; dp < MM_DT / 2; ++dp) {
+      for (int dp = 0; dp < FA_DT / 2; ++dp) {
         uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sV_a + cur + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * MM_ROWB);
+        ldmatrix_x4_trans(vb, sV_a + cur + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * FA_ROWB);
 #pragma unroll
-        for (int mt = 0; mt < MM_MT; ++mt) {
+        for (int mt = 0; mt < FA_MT; ++mt) {
           mma_bf16_16816(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
           mma_bf16_16816(acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
         }
@@ -294,7 +304,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 
   /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
 #pragma unroll
-  for (int mt = 0; mt < MM_MT; ++mt)
+  for (int mt = 0; mt < FA_MT; ++mt)
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
       float l = row_l[mt][hf];
@@ -305,28 +315,28 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
       const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
       attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
 #pragma unroll
-      for (int dt = 0; dt < MM_DT; ++dt)
+      for (int dt = 0; dt < FA_DT; ++dt)
         *(uint32_t *)(orow + dt * 8 + t4 * 2) =
             pack_bf16x2(acc[mt][dt][2 * hf] * inv, acc[mt][dt][2 * hf + 1] * inv);
       if (t4 == 0)
-        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[mt][hf] + log2f(l)) * MM_LN2 : -INFINITY;
+        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[mt][hf] + log2f(l)) * FA_LN2 : -INFINITY;
     }
 }
 
 /** The launcher, l04_cpasync_d64() or l04_cpasync_d128(): one block per (Q tile, head, batch). */
-extern "C" cudaError_t MM_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
+extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {
   if (batch < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || seq_q < 1 || seq_kv < 1)
     return cudaErrorInvalidValue;
-  const int n_q_tiles = attn_cdiv(seq_q, MM_BR);
+  const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
   const long long blocks = (long long)n_q_tiles * batch * heads;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   ATTN_TRY(
-      cudaFuncSetAttribute(MM_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, MM_SMEM_BYTES));
-  MM_KERNEL<<<(unsigned)blocks, L04_THREADS, MM_SMEM_BYTES, stream>>>(
+      cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
+  FA_KERNEL<<<(unsigned)blocks, L04_THREADS, FA_SMEM_BYTES, stream>>>(
       (const attn_bf16 *)q, (const attn_bf16 *)k, (const attn_bf16 *)v, (attn_bf16 *)o, lse, heads,
-      kv_heads, seq_q, seq_kv, causal, scale * MM_LOG2E, n_q_tiles);
+      kv_heads, seq_q, seq_kv, causal, scale * FA_LOG2E, n_q_tiles);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

@@ -30,7 +30,7 @@ int l04_version_is_bf16(int version) {
   return version >= 3 && version <= L04_VERSIONS;
 }
 
-/* One launcher for every version: the harness hands it the version's number (attn_args::version). */
+/* One launcher for every version: the harness hands it its number (attn_args::version). */
 static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
   return l04_forward(a->version, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
                      p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
@@ -123,52 +123,39 @@ static int cpu_part(const attn_options *o) {
   printf(
       "tile plan (versions 3-6; 7 at dim 128): Br %d x Bc %d, %d threads; per (batch, head) %d Q "
       "tiles;\n"
-      "  KV tiles visited: %ld without the causal skip (versions 3-5, all %ld masked), %ld with it "
-      "(version 6, %ld masked)\n  grid: %lld blocks (batch x heads x Q tiles)\n",
+      "  KV tiles visited: %ld without the causal skip (versions 3-5 run the mask comparison in "
+      "all %ld,\n  masked or not), %ld with it (version 6 compares only in the %ld tiles the "
+      "diagonal crosses%s)\n  grid: %lld blocks (batch x heads x Q tiles)\n",
       L04_BR, L04_BC, L04_THREADS, n_q, every, masked5, visited, masked6,
-      (long long)p->batch * p->heads * n_q);
+      p->causal ? "" : ": no mask, no diagonal", (long long)p->batch * p->heads * n_q);
 
   /* The CPU model of version 6 on a small awkward problem with this head dimension: causal,
    * seq_q > seq_kv (rows that see nothing), GQA 2:1, tiles that do not divide the lengths. */
-  attn_problem s = {1, 4, 2, 150, 97, p->dim, 1, 16, 0.0f};
-  size_t nq = attn_q_elems(&s), nkv = attn_kv_elems(&s), rows = attn_rows(&s);
-  float *q = (float *)malloc(sizeof(float) * nq), *k = (float *)malloc(sizeof(float) * nkv);
-  float *v = (float *)malloc(sizeof(float) * nkv), *out = (float *)malloc(sizeof(float) * nq);
-  float *lse = (float *)malloc(sizeof(float) * rows);
-  double *ref = (double *)malloc(sizeof(double) * nq),
-         *ref_lse = (double *)malloc(sizeof(double) * rows);
-  int status = 1;
-  if (q && k && v && out && lse && ref && ref_lse) {
-    attn_fill_attention_input(q, nq, o->seed, 1);
-    attn_fill_attention_input(k, nkv, o->seed, 2);
-    attn_fill_attention_input(v, nkv, o->seed, 3);
-    long visits = l04_cpu_forward(&s, q, k, v, out, lse, 32, 16);
-    attn_reference(&s, q, k, v, NULL, rows, ref, ref_lse);
-    attn_verdict vo, vl;
-    attn_verdict_init(&vo, ATTN_F32);
-    attn_verdict_init(&vl, ATTN_F32);
-    vl.tol_max_abs = 1e-3;
-    attn_verdict_scan(&vo, ATTN_F32, out, nq, 0);
-    attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
-    for (size_t r = 0; r < rows; ++r) {
-      for (int d = 0; d < s.dim; ++d) attn_verdict_add(&vo, out[r * s.dim + d], ref[r * s.dim + d]);
-      attn_verdict_add(&vl, lse[attn_row_lse_index(&s, r)], ref_lse[r]);
-    }
-    attn_verdict_finish(&vo);
-    attn_verdict_finish(&vl);
-    status = !(vo.pass && vl.pass && visits > 0);
-    printf(
-        "cpu model of version 6 (seq 150/97 causal, GQA 2:1, Br 32, Bc 16): %s, %ld tile visits\n  "
-        "O:   ",
-        status ? "FAIL" : "PASS", visits);
-    attn_verdict_print(&vo, stdout);
-    printf("\n  LSE: ");
-    attn_verdict_print(&vl, stdout);
-    printf("\n");
-  } else {
+  const attn_problem s = {.batch = 1,
+                          .heads = 4,
+                          .kv_heads = 2,
+                          .seq_q = 150,
+                          .seq_kv = 97,
+                          .dim = p->dim,
+                          .causal = 1,
+                          .block_size = 16,
+                          .scale = 0.0f};
+  l04_cpu_tiles tiles = {.br = 32, .bc = 16, .visits = 0};
+  attn_verdict vo, vl;
+  const int rc = attn_cpu_check(&s, o->seed, l04_cpu_attention, &tiles, &vo, &vl);
+  if (rc < 0) {
     printf("cpu model: out of memory\n");
+    return 1;
   }
-  free(q), free(k), free(v), free(out), free(lse), free(ref), free(ref_lse);
+  const int status = !(rc == 0 && tiles.visits > 0);
+  printf(
+      "cpu model of version 6 (seq 150/97 causal, GQA 2:1, Br 32, Bc 16): %s, %ld tile visits\n  "
+      "O:   ",
+      status ? "FAIL" : "PASS", tiles.visits);
+  attn_verdict_print(&vo, stdout);
+  printf("\n  LSE: ");
+  attn_verdict_print(&vl, stdout);
+  printf("\n");
   return status;
 }
 
@@ -191,13 +178,23 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
 
 static const int kDims[2] = {64, 128};
 
-const attn_lesson attn_lesson04 = {
-    4,
-    "FlashAttention-2: split-Q warps, tensor cores (mma.sync), cp.async pipeline, causal skip",
-    kVersions,
-    L04_VERSIONS,
-    {4, 16, 0, 4096, 0, 128, 0, 16, 0.0f}, /* kv_heads, seq_kv 0: as heads, seq */
-    kDims,
-    2,
-    cpu_part,
-    report};
+const attn_lesson l04_lesson = {
+    .number = 4,
+    .title =
+        "FlashAttention-2: split-Q warps, tensor cores (mma.sync), cp.async pipeline, causal skip",
+    .versions = kVersions,
+    .n_versions = L04_VERSIONS,
+    .defaults = {.batch = 4,
+                 .heads = 16,
+                 .kv_heads = 0, /* same as --heads unless --kv-heads is given */
+                 .seq_q = 4096,
+                 .seq_kv = 0, /* same as --seq unless --kv-seq is given */
+                 .dim = 128,
+                 .causal = 0,
+                 .block_size = 16,
+                 .scale = 0.0f},
+    .dims = kDims,
+    .n_dims = 2,
+    .cpu_part = cpu_part,
+    .report = report,
+};

@@ -13,8 +13,8 @@
  * registers of two bf16, C/D is 16x8 in 4 fp32 registers. Within a register the element with the
  * smaller column (A, C) or k (B) index is the low half, `half` 0.
  */
-#ifndef WARP_PARTITION_H
-#define WARP_PARTITION_H
+#ifndef L04_WARP_PARTITION_H
+#define L04_WARP_PARTITION_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -118,4 +118,4 @@ void l04_schedule(int block, int n_q_tiles, int causal, int *bh, int *q_tile);
 }
 #endif
 
-#endif /* WARP_PARTITION_H */
+#endif /* L04_WARP_PARTITION_H */

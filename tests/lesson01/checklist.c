@@ -17,8 +17,8 @@ static l01_shape shape(int batch, int heads, int kv_heads, int seq_q, int seq_kv
   return s;
 }
 
-#define ck_near(got, want)                                                                         \
-  ck_assert_msg(fabs((got) - (want)) <= 1e-9 * fabs(want) + 1e-12, "%s = %.17g, expected %.17g",  \
+#define ck_near(got, want)                                                                       \
+  ck_assert_msg(fabs((got) - (want)) <= 1e-9 * fabs(want) + 1e-12, "%s = %.17g, expected %.17g", \
                 #got, (double)(got), (double)(want))
 
 /* Memory of S: 4 bytes per (batch, head, query, key). */

@@ -14,21 +14,28 @@
 #include "attn_test.h"
 #include "memory_hierarchy.h"
 
-static const attn_problem kShapes[] = {
-    {1, 1, 1, 1, 1, 64, 0, 16, 0.0f},        {2, 4, 4, 17, 17, 64, 0, 16, 0.0f},
-    {1, 4, 4, 1000, 1000, 128, 0, 16, 0.0f}, {1, 4, 4, 17, 1000, 64, 1, 16, 0.0f},
-    {1, 4, 4, 1000, 17, 64, 1, 16, 0.0f},    {2, 8, 2, 257, 513, 128, 1, 16, 0.0f},
-    {3, 6, 1, 5, 7, 24, 1, 16, 0.0f},        {1, 16, 16, 4096, 4096, 64, 1, 16, 0.0f},
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
+static const int kShapes[][7] = {
+    {1, 1, 1, 1, 1, 64, 0},     {2, 4, 4, 17, 17, 64, 0},       {1, 4, 4, 1000, 1000, 128, 0},
+    {1, 4, 4, 17, 1000, 64, 1}, {1, 4, 4, 1000, 17, 64, 1},     {2, 8, 2, 257, 513, 128, 1},
+    {3, 6, 1, 5, 7, 24, 1},     {1, 16, 16, 4096, 4096, 64, 1},
 };
 #define N_SHAPES ((int)(sizeof kShapes / sizeof kShapes[0]))
 
-#define ck_same(a, b)                                                                              \
-  ck_assert_msg(fabs((a) - (b)) <= 1e-12 * fmax(fabs(a), fabs(b)), "%s = %.17g but %s = %.17g",   \
+/* Shape i of kShapes. */
+static attn_problem shape(int i) {
+  const int *x = kShapes[i];
+  return attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+}
+
+#define ck_same(a, b)                                                                           \
+  ck_assert_msg(fabs((a) - (b)) <= 1e-12 * fmax(fabs(a), fabs(b)), "%s = %.17g but %s = %.17g", \
                 #a, (double)(a), #b, (double)(b))
 
 START_TEST(model_matches_harness) {
   for (int i = 0; i < N_SHAPES; ++i) {
-    const attn_problem *p = &kShapes[i];
+    const attn_problem problem = shape(i);
+    const attn_problem *p = &problem;
     const l01_shape s = l01_shape_of(p);
     ck_same(l01_visible_pairs(&s), attn_visible_pairs(p));
     ck_same(l01_useful_flops(&s), attn_flops(p));
@@ -42,7 +49,8 @@ END_TEST
 /* The same traffic counted tensor by tensor with the harness's element counts. */
 START_TEST(traffic_by_tensor) {
   for (int i = 0; i < N_SHAPES; ++i) {
-    const attn_problem *p = &kShapes[i];
+    const attn_problem problem = shape(i);
+    const attn_problem *p = &problem;
     const l01_shape s = l01_shape_of(p);
     const double q = 4.0 * (double)attn_q_elems(p), kv = 4.0 * (double)attn_kv_elems(p);
     const double sp = 4.0 * (double)attn_rows(p) * p->seq_kv, lse = 4.0 * (double)attn_rows(p);

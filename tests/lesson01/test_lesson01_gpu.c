@@ -24,29 +24,31 @@ static attn_options options_for(attn_problem p, int version, uint64_t seed) {
   return o;
 }
 
-static const attn_problem kShapes[] = {
-    /* batch heads kv  seq_q seq_kv dim causal */
-    {1, 2, 2, 1, 1, 64, 0, 16, 0.0f},        /* one token */
-    {2, 4, 4, 17, 17, 64, 0, 16, 0.0f},      /* not a tile multiple */
-    {1, 4, 4, 1000, 1000, 128, 0, 16, 0.0f}, /* dim 128, 1000 tokens */
-    {1, 4, 4, 1000, 1000, 64, 1, 16, 0.0f},  /* causal, square */
-    {1, 4, 4, 17, 1000, 64, 1, 16, 0.0f},    /* causal, seq_q < seq_kv (a decode-like prefix) */
-    {1, 4, 4, 1000, 17, 128, 1, 16, 0.0f},   /* causal, seq_q > seq_kv: 983 rows see no key */
-    {2, 8, 2, 257, 513, 128, 1, 16, 0.0f},   /* GQA 4:1, odd lengths */
-    {1, 8, 2, 1, 1000, 64, 0, 16, 0.0f},     /* GQA 4:1, one query (decode) */
-    {3, 6, 1, 5, 7, 24, 1, 16, 0.0f},        /* MQA, dim below one reduction chunk */
-    {1, 2, 1, 33, 65, 72, 0, 16, 0.0f},      /* dim 72: a partial reduction chunk */
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
+static const int kShapes[][7] = {
+    {1, 2, 2, 1, 1, 64, 0},        /* one token */
+    {2, 4, 4, 17, 17, 64, 0},      /* not a tile multiple */
+    {1, 4, 4, 1000, 1000, 128, 0}, /* dim 128, 1000 tokens */
+    {1, 4, 4, 1000, 1000, 64, 1},  /* causal, square */
+    {1, 4, 4, 17, 1000, 64, 1},    /* causal, seq_q < seq_kv (a decode-like prefix) */
+    {1, 4, 4, 1000, 17, 128, 1},   /* causal, seq_q > seq_kv: 983 rows see no key */
+    {2, 8, 2, 257, 513, 128, 1},   /* GQA 4:1, odd lengths */
+    {1, 8, 2, 1, 1000, 64, 0},     /* GQA 4:1, one query (decode) */
+    {3, 6, 1, 5, 7, 24, 1},        /* MQA, dim below one reduction chunk */
+    {1, 2, 1, 33, 65, 72, 0},      /* dim 72: a partial reduction chunk */
 };
 #define N_SHAPES ((int)(sizeof kShapes / sizeof kShapes[0]))
 
 START_TEST(naive_awkward_shapes) {
   const int i = _i;
-  attn_options o = options_for(kShapes[i], L01_V_NAIVE, 1000 + (uint64_t)i);
+  const int *x = kShapes[i];
+  attn_options o = options_for(attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]),
+                               L01_V_NAIVE, 1000 + (uint64_t)i);
   attn_result res[L01_N_VERSIONS];
   printf("\nnaive: ");
   attn_problem_print(&o.problem, stdout);
   printf("\n");
-  const int failures = attn_run_versions(&attn_lesson01, &o, &g_dev, res, stdout);
+  const int failures = attn_run_versions(&l01_lesson, &o, &g_dev, res, stdout);
   const attn_result *r = &res[L01_V_NAIVE - 1];
   ck_assert_msg(failures == 0, "naive failed on shape %d: %s", i, r->note);
   ck_assert_msg(r->status == ATTN_PASS, "naive on shape %d: %s (%s)", i,
@@ -68,10 +70,10 @@ START_TEST(probes_small_and_report) {
   l01_probe_configure(&c);
   attn_options o = options_for(attn_test_problem(1, 2, 2, 40, 40, 64, 1), 0, 7);
   attn_result res[L01_N_VERSIONS];
-  const int failures = attn_run_versions(&attn_lesson01, &o, &g_dev, res, stdout);
+  const int failures = attn_run_versions(&l01_lesson, &o, &g_dev, res, stdout);
   for (int v = 0; v < L01_N_VERSIONS; ++v) {
     ck_assert_msg(res[v].status == ATTN_PASS, "version %d (%s): %s %s", v + 1,
-                  attn_lesson01.versions[v].name, attn_status_name(res[v].status), res[v].note);
+                  l01_lesson.versions[v].name, attn_status_name(res[v].status), res[v].note);
     ck_assert_msg(res[v].timed && res[v].timing.median_ms > 0.0, "version %d was not timed", v + 1);
   }
   ck_assert_int_eq(failures, 0);

@@ -27,13 +27,13 @@ static void ml_expected(const float *x, int lo, int hi, double *m, double *l) {
   for (int j = lo; j < hi; ++j) *l += exp((double)x[j] - *m);
 }
 
-static online_ml push_range(const float *x, int lo, int hi) {
-  online_ml s = online_ml_empty();
-  for (int j = lo; j < hi; ++j) s = online_ml_push(s, x[j]);
+static l02_online_ml push_range(const float *x, int lo, int hi) {
+  l02_online_ml s = l02_online_ml_empty();
+  for (int j = lo; j < hi; ++j) s = l02_online_ml_push(s, x[j]);
   return s;
 }
 
-static void assert_ml(online_ml s, double m, double l) {
+static void assert_ml(l02_online_ml s, double m, double l) {
   ck_assert_msg(s.m == (float)m, "m = %g, expected %g", s.m, m);
   ck_assert_msg(fabs(s.l - l) <= 1e-5 * l + 1e-30, "l = %.8g, expected %.8g", s.l, l);
 }
@@ -51,18 +51,18 @@ START_TEST(push_large_magnitudes) {
   const float x[] = {1e4f, -1e4f, 9999.0f, 0.0f, 1e4f};
   double m, l;
   ml_expected(x, 0, 5, &m, &l); /* m = 1e4, l = 2 + e^-1 (the rest underflows) */
-  online_ml s = push_range(x, 0, 5);
+  l02_online_ml s = push_range(x, 0, 5);
   ck_assert(isfinite(s.l));
   assert_ml(s, m, l);
 }
 END_TEST
 
 START_TEST(push_masked_keeps_empty) {
-  online_ml s = online_ml_push(online_ml_empty(), -INFINITY);
+  l02_online_ml s = l02_online_ml_push(l02_online_ml_empty(), -INFINITY);
   ck_assert(s.m == -INFINITY && s.l == 0.0f);
-  s = online_ml_push(s, 2.0f);
+  s = l02_online_ml_push(s, 2.0f);
   ck_assert(s.m == 2.0f && s.l == 1.0f);
-  s = online_ml_push(s, -INFINITY); /* a masked score changes nothing */
+  s = l02_online_ml_push(s, -INFINITY); /* a masked score changes nothing */
   ck_assert(s.m == 2.0f && s.l == 1.0f);
 }
 END_TEST
@@ -71,8 +71,8 @@ START_TEST(merge_of_any_split_is_the_whole) {
   double m, l;
   ml_expected(kX, 0, NX, &m, &l);
   for (int k = 0; k <= NX; ++k) {
-    online_ml a = push_range(kX, 0, k), b = push_range(kX, k, NX);
-    online_ml ab = online_ml_merge(a, b), ba = online_ml_merge(b, a);
+    l02_online_ml a = push_range(kX, 0, k), b = push_range(kX, k, NX);
+    l02_online_ml ab = l02_online_ml_merge(a, b), ba = l02_online_ml_merge(b, a);
     assert_ml(ab, m, l);
     ck_assert_msg(ab.m == ba.m && ab.l == ba.l, "merge is not commutative at split %d", k);
   }
@@ -82,17 +82,18 @@ END_TEST
 START_TEST(merge_is_associative) {
   double m, l;
   ml_expected(kX, 0, NX, &m, &l);
-  online_ml a = push_range(kX, 0, 3), b = push_range(kX, 3, 6), c = push_range(kX, 6, NX);
-  online_ml left = online_ml_merge(online_ml_merge(a, b), c);
-  online_ml right = online_ml_merge(a, online_ml_merge(b, c));
+  l02_online_ml a = push_range(kX, 0, 3), b = push_range(kX, 3, 6), c = push_range(kX, 6, NX);
+  l02_online_ml left = l02_online_ml_merge(l02_online_ml_merge(a, b), c);
+  l02_online_ml right = l02_online_ml_merge(a, l02_online_ml_merge(b, c));
   assert_ml(left, m, l);
   assert_ml(right, m, l);
 }
 END_TEST
 
 START_TEST(merge_with_empty_is_identity) {
-  online_ml s = push_range(kX, 0, NX), e = online_ml_empty();
-  online_ml r1 = online_ml_merge(s, e), r2 = online_ml_merge(e, s), r3 = online_ml_merge(e, e);
+  l02_online_ml s = push_range(kX, 0, NX), e = l02_online_ml_empty();
+  l02_online_ml r1 = l02_online_ml_merge(s, e), r2 = l02_online_ml_merge(e, s),
+                r3 = l02_online_ml_merge(e, e);
   ck_assert(r1.m == s.m && r1.l == s.l);
   ck_assert(r2.m == s.m && r2.l == s.l);
   ck_assert(r3.m == -INFINITY && r3.l == 0.0f);
@@ -125,18 +126,18 @@ static void attn_expected(int lo, int hi, double *o, double *lse) {
   *lse = m + log(l);
 }
 
-static void push_keys(online_mlo *s, int lo, int hi) {
+static void push_keys(l02_online_mlo *s, int lo, int hi) {
   float v[DIM];
   for (int j = lo; j < hi; ++j) {
     for (int d = 0; d < DIM; ++d) v[d] = value(j, d);
-    online_mlo_push(s, kS[j], v, DIM);
+    l02_online_mlo_push(s, kS[j], v, DIM);
   }
 }
 
-static void assert_finished(const online_mlo *s, const double *o, double lse) {
+static void assert_finished(const l02_online_mlo *s, const double *o, double lse) {
   float out[DIM], got_lse = NAN;
   for (int d = 0; d < DIM; ++d) out[d] = NAN;
-  online_mlo_finish(s, DIM, out, &got_lse);
+  l02_online_mlo_finish(s, DIM, out, &got_lse);
   for (int d = 0; d < DIM; ++d)
     ck_assert_msg(fabs(out[d] - o[d]) <= 1e-6, "O[%d] = %.8g, expected %.8g", d, out[d], o[d]);
   if (isinf(lse))
@@ -149,8 +150,8 @@ START_TEST(mlo_push_matches_definition) {
   double o[DIM], lse;
   for (int n = 1; n <= NK; ++n) {
     float store[DIM];
-    online_mlo s;
-    online_mlo_init(&s, store, DIM);
+    l02_online_mlo s;
+    l02_online_mlo_init(&s, store, DIM);
     push_keys(&s, 0, n);
     attn_expected(0, n, o, &lse);
     assert_finished(&s, o, lse);
@@ -164,15 +165,15 @@ START_TEST(mlo_merge_of_splits_is_the_whole) {
   for (int k1 = 0; k1 <= NK; ++k1) {
     for (int k2 = k1; k2 <= NK; ++k2) {
       float sa[DIM], sb[DIM], sc[DIM];
-      online_mlo a, b, c;
-      online_mlo_init(&a, sa, DIM);
-      online_mlo_init(&b, sb, DIM);
-      online_mlo_init(&c, sc, DIM);
+      l02_online_mlo a, b, c;
+      l02_online_mlo_init(&a, sa, DIM);
+      l02_online_mlo_init(&b, sb, DIM);
+      l02_online_mlo_init(&c, sc, DIM);
       push_keys(&a, 0, k1);
       push_keys(&b, k1, k2);
       push_keys(&c, k2, NK);
-      online_mlo_merge(&c, &a, DIM); /* out of order on purpose: the merge does not care */
-      online_mlo_merge(&c, &b, DIM);
+      l02_online_mlo_merge(&c, &a, DIM); /* out of order on purpose: the merge does not care */
+      l02_online_mlo_merge(&c, &b, DIM);
       assert_finished(&c, o, lse);
     }
   }
@@ -181,19 +182,19 @@ END_TEST
 
 START_TEST(mlo_empty_and_masked) {
   float store[DIM], empty_store[DIM];
-  online_mlo s, e;
-  online_mlo_init(&s, store, DIM);
-  online_mlo_init(&e, empty_store, DIM);
+  l02_online_mlo s, e;
+  l02_online_mlo_init(&s, store, DIM);
+  l02_online_mlo_init(&e, empty_store, DIM);
   double zeros[DIM] = {0};
   float v[DIM] = {1, 2, 3, 4, 5};
-  online_mlo_push(&s, -INFINITY, v, DIM); /* a masked key: still empty */
-  assert_finished(&s, zeros, -INFINITY);  /* fully masked: O = 0, lse = -inf */
+  l02_online_mlo_push(&s, -INFINITY, v, DIM); /* a masked key: still empty */
+  assert_finished(&s, zeros, -INFINITY);      /* fully masked: O = 0, lse = -inf */
   push_keys(&s, 0, NK);
   double o[DIM], lse;
   attn_expected(0, NK, o, &lse);
-  online_mlo_merge(&s, &e, DIM); /* merging the empty state changes nothing */
+  l02_online_mlo_merge(&s, &e, DIM); /* merging the empty state changes nothing */
   assert_finished(&s, o, lse);
-  online_mlo_merge(&e, &s, DIM); /* and the empty state merged with s becomes s */
+  l02_online_mlo_merge(&e, &s, DIM); /* and the empty state merged with s becomes s */
   assert_finished(&e, o, lse);
 }
 END_TEST

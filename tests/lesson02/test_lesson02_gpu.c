@@ -2,7 +2,8 @@
  *  - every version of the lesson through the harness (attn_run_versions) on awkward shapes: rows of
  *    length 1, not a multiple of 32 or of 4, at and past the register limits, causal with fully
  *    masked rows, GQA, decode (seq 1), odd head dims. A version must PASS, or be skipped
- *    exactly when its supports function gives a reason.
+ *    exactly when its supports function (a softmax version's: l02_softmax_variant_supports())
+ *    gives a reason.
  *  - every softmax launcher directly on the tests' wild data: +-1e4 entries, -inf entries, fully
  *    masked rows.
  *  - naive softmax: right on small scores, and the documented failure on large ones.
@@ -39,7 +40,7 @@ static const shape kShapes[] = {
 #define N_SHAPES ((int)(sizeof kShapes / sizeof kShapes[0]))
 
 START_TEST(every_version_on_awkward_shapes) {
-  const attn_lesson *L = &attn_lesson02;
+  const attn_lesson *L = &l02_lesson;
   attn_result *res = (attn_result *)calloc((size_t)L->n_versions, sizeof(attn_result));
   ck_assert_ptr_nonnull(res);
   for (int s = 0; s < N_SHAPES; ++s) {
@@ -58,10 +59,13 @@ START_TEST(every_version_on_awkward_shapes) {
     ck_assert_int_eq(failures, 0);
     for (int i = 0; i < L->n_versions; ++i) {
       const attn_version *v = &L->versions[i];
+      const l02_softmax_variant *var = (const l02_softmax_variant *)v->user; /* NULL: version 8 */
       const char *why = v->supports ? v->supports(&o.problem) : NULL;
+      if (!why && var) why = l02_softmax_variant_supports(var, &o.problem);
       /* version 7 also skips when this GPU allows less shared memory per block than it needs */
-      const size_t smem7 = (size_t)SOFTMAX_SMEM_VECS * softmax_v7_threads(sh->seq_kv) * 16;
-      if (!why && v->launch == NULL && v->custom && i == 6 && smem7 > g_dev.smem_per_block_optin)
+      const size_t smem7 = (size_t)L02_SMEM_VECS * l02_softmax_v7_threads(sh->seq_kv) * 16;
+      if (!why && var && var->launch == l02_softmax_v7_regs_smem &&
+          smem7 > g_dev.smem_per_block_optin)
         why = "shared memory";
       if (why)
         ck_assert_msg(res[i].status == ATTN_SKIPPED, "shape %d: %s should skip (%s)", s, v->name,
@@ -76,7 +80,7 @@ START_TEST(every_version_on_awkward_shapes) {
 END_TEST
 
 /* Run @p var on x (rows x cols, host) and judge every row. Returns the finished verdict. */
-static attn_verdict run_direct(const softmax_variant *var, const float *x, int rows, int cols) {
+static attn_verdict run_direct(const l02_softmax_variant *var, const float *x, int rows, int cols) {
   const size_t n = (size_t)rows * cols, bytes = n * sizeof(float);
   float *dx = NULL, *dy = NULL, *y = (float *)malloc(bytes);
   size_t *all = (size_t *)malloc(sizeof(size_t) * rows);
@@ -91,7 +95,7 @@ static attn_verdict run_direct(const softmax_variant *var, const float *x, int r
   ATTN_CHECK(cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost));
   attn_verdict v;
   attn_verdict_init(&v, ATTN_F32);
-  ck_assert_int_eq(softmax_judge(&v, x, y, rows, cols, all, rows), 0);
+  ck_assert_int_eq(l02_softmax_judge(&v, x, y, rows, cols, all, rows), 0);
   attn_verdict_finish(&v);
   cudaFree(dx);
   cudaFree(dy);
@@ -106,14 +110,14 @@ START_TEST(every_launcher_on_wild_data) {
     const int cols = lens[li], rows = cols >= 32768 ? 5 : 11; /* rows 4 (and 9) fully masked */
     float *x = (float *)malloc(sizeof(float) * (size_t)rows * cols);
     ck_assert_ptr_nonnull(x);
-    softmax_fill(x, rows, cols, SOFTMAX_DATA_WILD, 40 + li);
-    for (int i = 1; i < SOFTMAX_N_VARIANTS; ++i) { /* naive: see the next test */
-      const softmax_variant *var = &softmax_variants[i];
+    l02_softmax_fill(x, rows, cols, L02_DATA_WILD, 40 + li);
+    for (int i = 1; i < L02_N_VARIANTS; ++i) { /* naive: see the next test */
+      const l02_softmax_variant *var = &l02_softmax_variants[i];
       if (var->supports && var->supports(cols)) continue;
       attn_verdict v = run_direct(var, x, rows, cols);
-      ck_assert_msg(v.pass,
-                    "%s, %d x %d wild data: max_abs %g rel_l2 %g unwritten %zu nonfinite %zu",
-                    var->name, rows, cols, v.max_abs, v.rel_l2, v.unwritten, v.nonfinite);
+      ck_assert_msg(
+          v.pass, "%s, %d x %d wild data: max_abs %g rel_l2 %g unwritten %zu nonfinite %zu",
+          l02_lesson.versions[i].name, rows, cols, v.max_abs, v.rel_l2, v.unwritten, v.nonfinite);
     }
     free(x);
   }
@@ -123,8 +127,8 @@ END_TEST
 START_TEST(naive_overflows_as_documented) {
   enum { ROWS = 3, COLS = 200 };
   float x[ROWS * COLS];
-  softmax_fill(x, ROWS, COLS, SOFTMAX_DATA_SMALL, 8);
-  attn_verdict v = run_direct(&softmax_variants[0], x, ROWS, COLS);
+  l02_softmax_fill(x, ROWS, COLS, L02_DATA_SMALL, 8);
+  attn_verdict v = run_direct(&l02_softmax_variants[0], x, ROWS, COLS);
   ck_assert_msg(v.pass, "naive on small scores: max_abs %g", v.max_abs);
 
   /* row 1: one score where exp overflows; row 2: scores where every exp underflows */
@@ -134,18 +138,18 @@ START_TEST(naive_overflows_as_documented) {
   ATTN_CHECK(cudaMalloc((void **)&dx, sizeof x));
   ATTN_CHECK(cudaMalloc((void **)&dy, sizeof x));
   ATTN_CHECK(cudaMemcpy(dx, x, sizeof x, cudaMemcpyHostToDevice));
-  ATTN_CHECK(softmax_v1_naive(dx, dy, ROWS, COLS, 0));
+  ATTN_CHECK(l02_softmax_v1_naive(dx, dy, ROWS, COLS, 0));
   ATTN_CHECK(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
   ck_assert_msg(isnan(y[COLS + 17]), "exp(100) should overflow to inf and inf / inf be NaN");
   float sum = 0.0f;
   for (int j = 0; j < COLS; ++j) sum += y[2 * COLS + j];
   ck_assert_msg(sum == 0.0f, "a row of scores below -104 should come out all zeros, sum %g", sum);
   /* the safe versions get both rows right */
-  ATTN_CHECK(softmax_v5_online_block(dx, dy, ROWS, COLS, 0));
+  ATTN_CHECK(l02_softmax_v5_online_block(dx, dy, ROWS, COLS, 0));
   ATTN_CHECK(cudaMemcpy(y, dy, sizeof y, cudaMemcpyDeviceToHost));
   size_t rows[2] = {1, 2};
   attn_verdict_init(&v, ATTN_F32);
-  softmax_judge(&v, x, y, ROWS, COLS, rows, 2);
+  l02_softmax_judge(&v, x, y, ROWS, COLS, rows, 2);
   attn_verdict_finish(&v);
   ck_assert(v.pass);
   cudaFree(dx);

@@ -24,31 +24,9 @@ static l03_fa1_plan plan_for(const attn_problem *p, long m, int groups) {
 /* Run the model with data and judge O (fp32 tolerance) and the LSE (as the harness does). */
 static void model_vs_reference(attn_problem p, long m, int groups) {
   const l03_fa1_plan plan = plan_for(&p, m, groups);
-  const size_t nq = attn_q_elems(&p), nkv = attn_kv_elems(&p), rows = attn_rows(&p);
-  float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nkv);
-  float *v = malloc(sizeof(float) * nkv), *o = malloc(sizeof(float) * nq);
-  float *lse = malloc(sizeof(float) * rows);
-  double *ro = malloc(sizeof(double) * nq), *rl = malloc(sizeof(double) * rows);
-  ck_assert(q && k && v && o && lse && ro && rl);
-  attn_fill_attention_input(q, nq, 5, 1);
-  attn_fill_attention_input(k, nkv, 5, 2);
-  attn_fill_attention_input(v, nkv, 5, 3);
-  memset(o, 0xFF, sizeof(float) * nq); /* poison: an element the model never writes stays NaN */
-  memset(lse, 0xFF, sizeof(float) * rows);
-  l03_traffic t;
-  ck_assert_int_eq(l03_fa1_model(&p, &plan, q, k, v, o, lse, &t), 0);
-  attn_reference(&p, q, k, v, NULL, rows, ro, rl);
-
+  l03_fa1_run run = {.plan = &plan};
   attn_verdict vo, vl;
-  attn_verdict_init(&vo, ATTN_F32);
-  attn_verdict_scan(&vo, ATTN_F32, o, nq, 0);
-  for (size_t x = 0; x < nq; ++x) attn_verdict_add(&vo, o[x], ro[x]);
-  attn_verdict_finish(&vo);
-  attn_verdict_init(&vl, ATTN_F32);
-  vl.tol_max_abs = 1e-3;
-  attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
-  for (size_t r = 0; r < rows; ++r) attn_verdict_add(&vl, lse[attn_row_lse_index(&p, r)], rl[r]);
-  attn_verdict_finish(&vl);
+  ck_assert_int_ge(attn_cpu_check(&p, 5, l03_fa1_attention, &run, &vo, &vl), 0);
   ck_assert_msg(vo.pass && vl.pass,
                 "b%d h%d/%d seq %d/%d d%d causal %d, tiles %dx%d, groups %d: O max_abs %.3g rel_l2 "
                 "%.3g unwritten %zu nonfinite %zu; LSE max_abs %.3g unwritten %zu nonfinite %zu",
@@ -60,16 +38,9 @@ static void model_vs_reference(attn_problem p, long m, int groups) {
   l03_traffic dry;
   ck_assert_int_eq(l03_fa1_model(&p, &plan, NULL, NULL, NULL, NULL, NULL, &dry), 0);
   for (int a = 0; a < L03_N_ARRAYS; ++a) {
-    ck_assert(dry.reads[a] == t.reads[a]);
-    ck_assert(dry.writes[a] == t.writes[a]);
+    ck_assert(dry.reads[a] == run.traffic.reads[a]);
+    ck_assert(dry.writes[a] == run.traffic.writes[a]);
   }
-  free(q);
-  free(k);
-  free(v);
-  free(o);
-  free(lse);
-  free(ro);
-  free(rl);
 }
 
 /* ---- The model against the reference ---- */

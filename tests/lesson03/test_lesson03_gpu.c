@@ -31,7 +31,7 @@ static void run_all(const attn_lesson *lesson, attn_problem p) {
 }
 
 static void run(attn_problem p) {
-  run_all(&attn_lesson03, p);
+  run_all(&l03_lesson, p);
 }
 
 START_TEST(one_token) {
@@ -124,7 +124,7 @@ static const attn_version kGroupVersions[] = {
 };
 
 START_TEST(fa1_explicit_groups) {
-  attn_lesson l = attn_lesson03;
+  attn_lesson l = l03_lesson;
   l.versions = kGroupVersions;
   l.n_versions = 3;
   run_all(&l, attn_test_problem(1, 3, 1, 500, 400, 64, 0));
@@ -137,17 +137,21 @@ START_TEST(device_plan_is_printed_and_sane) {
   attn_problem p = attn_test_problem(1, 16, 16, 4096, 4096, 64, 0);
   l03_fa1_plan one, many;
   ck_assert_int_eq(l03_fa1_device_plan_d64(&p, 1, &one), cudaSuccess);
-  ck_assert_int_eq(l03_fa1_device_plan_d64(&p, 0, &many), cudaSuccess);
+  ck_assert_int_eq(l03_fa1_qgroups_plan_d64(&p, &many), cudaSuccess);
   ck_assert_int_eq((long)one.smem_floats, (long)(g_dev.smem_per_block_optin / 4));
   ck_assert_int_eq(one.q_groups, 1);
+  ck_assert_int_ge(one.slots, g_dev.sm_count);
+  ck_assert_int_eq(many.slots, one.slots);
   ck_assert_int_ge(many.q_groups, 1);
   ck_assert_int_le(many.q_groups, many.tr);
   ck_assert_uint_le(one.smem_bytes, g_dev.smem_per_block_optin);
   printf("device plan, d 64: Bc %d (paper %d) Br %d, %zu B shared, %d groups on %d SMs\n", one.bc,
          one.bc_paper, one.br, one.smem_bytes, many.q_groups, g_dev.sm_count);
   p.dim = 128;
-  ck_assert_int_eq(l03_fa1_device_plan_d128(&p, 0, &many), cudaSuccess);
+  ck_assert_int_eq(l03_fa1_qgroups_plan_d128(&p, &many), cudaSuccess);
   ck_assert_uint_le(many.smem_bytes, g_dev.smem_per_block_optin);
+  /* Version 2's planner takes a group count of at least 1: choosing one is version 3's job. */
+  ck_assert_int_eq(l03_fa1_device_plan_d128(&p, 0, &one), cudaErrorInvalidValue);
 }
 END_TEST
 

@@ -8,66 +8,51 @@
 #include "attn_test.h"
 #include "fa2_warps.h"
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal */
-static const attn_problem kShapes[] = {
-    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f},     /* one token, GQA 4:1 */
-    {2, 8, 1, 17, 17, 128, 1, 16, 0.0f},  /* GQA 8:1, causal, one tile minus a bit */
-    {1, 2, 2, 129, 129, 64, 1, 16, 0.0f}, /* one past a tile multiple */
-    {1, 2, 1, 40, 300, 128, 1, 16, 0.0f}, /* causal, q_len < kv_len: bottom-right */
-    {1, 2, 2, 300, 70, 64, 1, 16, 0.0f},  /* causal, q_len > kv_len: rows that see nothing */
-    {1, 2, 2, 1, 1000, 64, 1, 16, 0.0f},  /* decode-like: one row sees every key */
-    {1, 2, 1, 200, 200, 64, 0, 16, 0.0f}, /* not causal */
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
+static const int kShapes[][7] = {
+    {1, 4, 1, 1, 1, 64, 0},     /* one token, GQA 4:1 */
+    {2, 8, 1, 17, 17, 128, 1},  /* GQA 8:1, causal, one tile minus a bit */
+    {1, 2, 2, 129, 129, 64, 1}, /* one past a tile multiple */
+    {1, 2, 1, 40, 300, 128, 1}, /* causal, q_len < kv_len: bottom-right */
+    {1, 2, 2, 300, 70, 64, 1},  /* causal, q_len > kv_len: rows that see nothing */
+    {1, 2, 2, 1, 1000, 64, 1},  /* decode-like: one row sees every key */
+    {1, 2, 1, 200, 200, 64, 0}, /* not causal */
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
+/* Shape i of kShapes. */
+static attn_problem shape(int i) {
+  const int *x = kShapes[i];
+  return attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+}
+
 static void check_model(const attn_problem *p, int br, int bc) {
-  size_t nq = attn_q_elems(p), nkv = attn_kv_elems(p), rows = attn_rows(p);
-  float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nkv);
-  float *v = malloc(sizeof(float) * nkv), *o = malloc(sizeof(float) * nq);
-  float *lse = malloc(sizeof(float) * rows);
-  double *ref = malloc(sizeof(double) * nq), *ref_lse = malloc(sizeof(double) * rows);
-  ck_assert(q && k && v && o && lse && ref && ref_lse);
-  attn_fill_attention_input(q, nq, 5, 1);
-  attn_fill_attention_input(k, nkv, 5, 2);
-  attn_fill_attention_input(v, nkv, 5, 3);
-  memset(o, 0xff, sizeof(float) * nq); /* NaN: an unwritten element fails */
-  long visits = l04_cpu_forward(p, q, k, v, o, lse, br, bc);
-  attn_reference(p, q, k, v, NULL, rows, ref, ref_lse);
+  l04_cpu_tiles tiles = {.br = br, .bc = bc, .visits = 0};
+  attn_verdict vo, vl;
+  const int rc = attn_cpu_check(p, 5, l04_cpu_attention, &tiles, &vo, &vl);
+  ck_assert_int_ge(rc, 0);
+  ck_assert_msg(vo.pass, "O: max_abs %g rel_l2 %g unwritten %zu", vo.max_abs, vo.rel_l2,
+                vo.unwritten);
+  ck_assert_msg(vl.pass, "LSE: max_abs %g nonfinite %zu", vl.max_abs, vl.nonfinite);
 
   /* The visits the plan promises: every tile without the mask, about half with it. */
   long every = (long)p->batch * p->heads * ((p->seq_q + br - 1) / br) * ((p->seq_kv + bc - 1) / bc);
   if (!p->causal)
-    ck_assert_int_eq(visits, every);
+    ck_assert_int_eq(tiles.visits, every);
   else
-    ck_assert(visits > 0 && visits <= every);
-
-  attn_verdict vo, vl;
-  attn_verdict_init(&vo, ATTN_F32);
-  attn_verdict_init(&vl, ATTN_F32);
-  vl.tol_max_abs = 1e-3;
-  attn_verdict_scan(&vo, ATTN_F32, o, nq, 0);
-  attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
-  for (size_t r = 0; r < rows; ++r) {
-    for (int d = 0; d < p->dim; ++d) attn_verdict_add(&vo, o[r * p->dim + d], ref[r * p->dim + d]);
-    attn_verdict_add(&vl, lse[attn_row_lse_index(p, r)], ref_lse[r]);
-  }
-  attn_verdict_finish(&vo);
-  attn_verdict_finish(&vl);
-  ck_assert_msg(vo.pass, "O: max_abs %g rel_l2 %g unwritten %zu", vo.max_abs, vo.rel_l2,
-                vo.unwritten);
-  ck_assert_msg(vl.pass, "LSE: max_abs %g nonfinite %zu", vl.max_abs, vl.nonfinite);
-  free(q), free(k), free(v), free(o), free(lse), free(ref), free(ref_lse);
+    ck_assert(tiles.visits > 0 && tiles.visits <= every);
 }
 
 START_TEST(cpu_model_matches_reference) {
-  check_model(&kShapes[_i], 32, 16);
-  check_model(&kShapes[_i], 128, 64); /* the GPU versions' tiles */
+  const attn_problem p = shape(_i);
+  check_model(&p, 32, 16);
+  check_model(&p, 128, 64); /* the GPU versions' tiles */
 }
 END_TEST
 
 /* A causal square problem visits about half the tiles: the saving version 6 is built on. */
 START_TEST(causal_skip_halves_the_visits) {
-  attn_problem p = {1, 1, 1, 1024, 1024, 64, 1, 16, 0.0f};
+  attn_problem p = attn_test_problem(1, 1, 1, 1024, 1024, 64, 1);
   size_t n = attn_q_elems(&p);
   float *x = calloc(n, sizeof(float)), *o = malloc(sizeof(float) * n), *lse = malloc(4096);
   ck_assert(x && o && lse);
@@ -93,16 +78,16 @@ START_TEST(flat_entry_point_rejects_bad_arguments) {
 END_TEST
 
 START_TEST(version_table_is_consistent) {
-  ck_assert_int_eq(attn_lesson04.n_versions, L04_VERSIONS);
-  ck_assert_int_eq(attn_lesson04.number, 4);
+  ck_assert_int_eq(l04_lesson.n_versions, L04_VERSIONS);
+  ck_assert_int_eq(l04_lesson.number, 4);
   for (int i = 0; i < L04_VERSIONS; ++i) {
-    const attn_version *v = &attn_lesson04.versions[i];
+    const attn_version *v = &l04_lesson.versions[i];
     ck_assert_str_eq(v->name, l04_version_name(i + 1));
     ck_assert_int_eq(v->dtype == ATTN_BF16, l04_version_is_bf16(i + 1));
     ck_assert_int_eq(v->writes_lse, 1);
     ck_assert_int_eq(v->min_sm, 80);
     ck_assert_ptr_nonnull(v->launch);
-    attn_problem p = {1, 1, 1, 1, 1, 96, 0, 16, 0.0f};
+    attn_problem p = attn_test_problem(1, 1, 1, 1, 1, 96, 0);
     ck_assert_ptr_nonnull(v->supports(&p)); /* dim 96 is not built */
     p.dim = 128;
     ck_assert_ptr_null(v->supports(&p));

@@ -10,32 +10,33 @@
 
 static attn_device g_dev;
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal */
-static const attn_problem kShapes[] = {
-    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f},       /* seq 1, GQA 4:1 */
-    {1, 8, 1, 1, 1, 128, 1, 16, 0.0f},      /* seq 1, GQA 8:1, causal */
-    {2, 8, 1, 17, 17, 128, 1, 16, 0.0f},    /* seq 17, GQA 8:1 */
-    {1, 2, 2, 1000, 1000, 64, 1, 16, 0.0f}, /* seq 1000: many tiles, causal */
-    {1, 2, 2, 1000, 1000, 128, 0, 16, 0.0f},
-    {2, 4, 1, 129, 129, 128, 0, 16, 0.0f}, /* one past a multiple of every tile */
-    {1, 4, 1, 129, 129, 64, 1, 16, 0.0f},
-    {1, 4, 2, 40, 300, 64, 1, 16, 0.0f},  /* causal, q_len < kv_len (bottom-right) */
-    {1, 4, 4, 300, 70, 128, 1, 16, 0.0f}, /* causal, q_len > kv_len: rows that see no key */
-    {1, 2, 2, 200, 1, 64, 1, 16, 0.0f},   /* almost every row sees no key */
-    {1, 2, 2, 1, 1000, 128, 1, 16, 0.0f}, /* one query row sees every key */
-    {1, 8, 2, 256, 256, 64, 0, 16, 0.0f}, /* exact multiples, GQA 4:1 */
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
+static const int kShapes[][7] = {
+    {1, 4, 1, 1, 1, 64, 0},       /* seq 1, GQA 4:1 */
+    {1, 8, 1, 1, 1, 128, 1},      /* seq 1, GQA 8:1, causal */
+    {2, 8, 1, 17, 17, 128, 1},    /* seq 17, GQA 8:1 */
+    {1, 2, 2, 1000, 1000, 64, 1}, /* seq 1000: many tiles, causal */
+    {1, 2, 2, 1000, 1000, 128, 0},
+    {2, 4, 1, 129, 129, 128, 0}, /* one past a multiple of every tile */
+    {1, 4, 1, 129, 129, 64, 1},
+    {1, 4, 2, 40, 300, 64, 1},  /* causal, q_len < kv_len (bottom-right) */
+    {1, 4, 4, 300, 70, 128, 1}, /* causal, q_len > kv_len: rows that see no key */
+    {1, 2, 2, 200, 1, 64, 1},   /* almost every row sees no key */
+    {1, 2, 2, 1, 1000, 128, 1}, /* one query row sees every key */
+    {1, 8, 2, 256, 256, 64, 0}, /* exact multiples, GQA 4:1 */
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
 START_TEST(every_version_passes_awkward_shapes) {
   attn_options o;
   memset(&o, 0, sizeof o);
-  o.problem = kShapes[_i];
+  const int *x = kShapes[_i];
+  o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
   o.seed = 11 + (uint64_t)_i;
   o.iters = 1;
   o.check_only = 1;
   attn_result r[L04_VERSIONS];
-  int failed = attn_run_versions(&attn_lesson04, &o, &g_dev, r, stdout);
+  int failed = attn_run_versions(&l04_lesson, &o, &g_dev, r, stdout);
   ck_assert_int_eq(failed, 0);
   for (int v = 0; v < L04_VERSIONS; ++v) {
     if (r[v].status == ATTN_SKIPPED) {

@@ -1,21 +1,12 @@
+// clang-format off
 /** @file
- * @brief v1_naive.cu: standard attention as a framework runs it, three kernels with S and P in HBM.
+ * @brief Version 15: standard attention as a framework runs it, three kernels with S and P in HBM.
+ *
+ * What changed: after the probes, the first real workload, which the probes' numbers explain:
  *
  *     kernel 1  S = Q K^T * scale     [batch, heads, seq_q, seq_kv] written to HBM (masked: -inf)
  *     kernel 2  P = softmax(S)        S read back, P written over it, plus the log-sum-exp per row
  *     kernel 3  O = P V               P read back
- *
- * What changes from the probes: this is the first real workload, and the probes' numbers explain
- * it. S holds batch * heads * seq_q * seq_kv floats; the default shape (1 x 16 heads x 4096 x 4096)
- * makes it 1 GiB, which is written once, read once, written again as P and read once more: 4 GiB of
- * HBM traffic for 64 MiB of Q, K, V and O. The flops (4 * seq_q * seq_kv * dim per head) do not
- * depend on that traffic at all: a kernel that never writes S (lessons 02-03) moves only the 64
- * MiB.
- *
- * Prediction (see the lesson's roofline): intensity is about dim / 4 flop per byte (16 at dim 64),
- * near the fp32 CUDA-core ridge point and far below the bf16 tensor-core one, so the softmax kernel
- * runs at HBM speed doing almost no arithmetic, and with tensor-core matrix products the S/P
- * traffic would be nearly all of the time.
  *
  * S is processed whole, one launch per kernel for every (batch, head), not one (batch, head) at a
  * time: whole, each launch has every row of every head to spread over the SMs, and the traffic is
@@ -45,17 +36,49 @@
  * memory, then finds the max, the sum of exponentials and writes P from there: S read once, P
  * written once. A longer row is read three times from global memory (max, sum, write), the extra
  * reads mostly from L2; the traffic model counts one.
+ *
+ * Why: to measure what the N x N matrix costs. S holds batch * heads * seq_q * seq_kv floats; the
+ * default shape (1 x 16 heads x 4096 x 4096) makes it 1 GiB, which is written once, read once,
+ * written again as P and read once more: 4 GiB of HBM traffic for 64 MiB of Q, K, V and O. The
+ * flops (4 * seq_q * seq_kv * dim per head) do not depend on that traffic at all: a kernel that
+ * never writes S (lessons 02-03) moves only the 64 MiB.
+ *
+ * Prediction: (the lesson's roofline) intensity is about dim / 4 flop per byte (16 at dim 64),
+ * near the fp32 CUDA-core ridge point and far below the bf16 tensor-core one, so the softmax kernel
+ * runs at HBM speed doing almost no arithmetic, and with tensor-core matrix products the S/P
+ * traffic would be nearly all of the time. Causal costs the same time: the kernels compute and
+ * store every masked entry.
+ *
+ * Measured: NVIDIA H200, 2026-11-23, batch 1, 16 heads, seq 4096, dim 64
+ * (docs/results/h200-2026-11-23): 4.299 ms, 16.0 TFLOP/s; causal 4.300 ms, 8.0 TFLOP/s of useful
+ * flops; dim 128: 7.548 ms, 18.2 TFLOP/s; seq 16384: 68.546 ms, 16.0 TFLOP/s; seq 65536: skipped,
+ * S needs 256.00 GiB. The report after the table times the three kernels alone (the README's
+ * roofline section): the softmax near the HBM read rate, the two products most of the time.
+ * Nsight Compute (lesson 03's README, its DRAM table) finds the three kernels moving what the
+ * traffic model says.
+ *
+ * Run: the lines below (the last is refused, with the size S would need), then Nsight Compute.
+ *
+ *     ./run 15
+ *     ./run 15 --causal
+ *     ./run 15 --dim 128
+ *     ./run 15 --seq 65536 --check-only
+ *
+ * Nsight Compute runs in build/bin (the line of lesson 03's ncu-runs.txt):
+ *
+ *     ncu --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum -k regex:'l01_(qk|softmax|pv)' -c 3 ./lesson-1 15 --seq 4096 --check-only
  */
+// clang-format on
 #include <math.h>
 
 #include "memory_hierarchy.h"
 
 #include "attn_cuda.cuh"
 
-#define L01_BM 64      /**< output rows per block */
-#define L01_BN 64      /**< output columns per block */
-#define L01_BK 32      /**< reduction chunk */
-#define L01_PAD 4      /**< extra words per shared row, keeps float4 alignment */
+#define L01_BM 64 /**< output rows per block */
+#define L01_BN 64 /**< output columns per block */
+#define L01_BK 32 /**< reduction chunk */
+#define L01_PAD 4 /**< extra words per shared row, keeps float4 alignment */
 /** Threads per block of the two matrix-product kernels: 16 x 16, a 4 x 4 block each. */
 #define L01_GEMM_THREADS 256
 /** Threads per block of the softmax kernel (fewer for short rows). */
@@ -70,12 +93,12 @@ typedef struct l01_geom {
   /** @{ */
   int heads, kv_heads, seq_q, seq_kv, dim, causal;
   /** @} */
-  int group;       /**< heads / kv_heads: query heads per KV head */
-  size_t ld_s;     /**< pitch of S and P rows, floats */
+  int group;   /**< heads / kv_heads: query heads per KV head */
+  size_t ld_s; /**< pitch of S and P rows, floats */
   /** The softmax scale, 1/sqrt(dim). */
   float scale;
-  int tiles_m;     /**< row tiles of the output (queries) */
-  int tiles_n;     /**< column tiles of the output (keys for QK^T, dims for PV) */
+  int tiles_m; /**< row tiles of the output (queries) */
+  int tiles_n; /**< column tiles of the output (keys for QK^T, dims for PV) */
 } l01_geom;
 
 /** The geometry of one matrix-product launch; `n_extent` is the output's column count. */
@@ -326,7 +349,9 @@ __global__ void __launch_bounds__(L01_GEMM_THREADS)
   }
 }
 
-extern "C" size_t l01_s_pitch(const attn_problem *p) { return ((size_t)p->seq_kv + 3) / 4 * 4; }
+extern "C" size_t l01_s_pitch(const attn_problem *p) {
+  return ((size_t)p->seq_kv + 3) / 4 * 4;
+}
 
 extern "C" size_t l01_naive_workspace(const attn_problem *p) {
   return (size_t)p->batch * p->heads * (size_t)p->seq_q * l01_s_pitch(p) * sizeof(float);
@@ -361,8 +386,8 @@ extern "C" const char *l01_naive_supports(const attn_problem *p) {
   return NULL;
 }
 
-extern "C" cudaError_t l01_naive_qk(const attn_problem *p, const float *q, const float *k,
-                                    float *s, cudaStream_t stream) {
+extern "C" cudaError_t l01_naive_qk(const attn_problem *p, const float *q, const float *k, float *s,
+                                    cudaStream_t stream) {
   const l01_geom g = l01_geom_of(p, p->seq_kv);
   const size_t blocks = (size_t)p->batch * p->heads * g.tiles_m * g.tiles_n;
   if (blocks == 0) return cudaSuccess;

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Each lesson README's versions table names exactly the versions its program prints.
+
+    tests/test_readme_versions.py SOURCE_DIR BUILD_DIR
+
+The program's list is what `lesson-N --help` prints under "versions:". The README's table is the
+first markdown table whose first column is `#` and which has a `version` or `name` column; a `#`
+cell may be a range (`1-4`) whose name cell lists that many names. In a name cell, backticked
+words ending in `.cu` are file names and are ignored; the other backticked words are the names, or,
+when there are none, the cell's plain text is.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+
+def cells(line):
+    parts = re.split(r"(?<!\\)\|", line.strip())
+    return [p.strip().replace("\\|", "|") for p in parts[1:-1]]
+
+
+def readme_versions(path):
+    lines = open(path, encoding="utf-8").read().splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("|"):
+            continue
+        head = [c.lower() for c in cells(line)]
+        if not head or head[0] != "#":
+            continue
+        col = next((k for k, c in enumerate(head) if c in ("version", "name")), None)
+        if col is None:
+            continue
+        found = {}
+        for row in lines[i + 2:]:
+            if not row.startswith("|"):
+                break
+            c = cells(row)
+            nums = c[0]
+            m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", nums)
+            if not m:
+                raise SystemExit(f"{path}: row '{row}': '#' is not a number or a range")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            ticks = [t for t in re.findall(r"`([^`]+)`", c[col]) if not re.search(r"\.cuh?$", t)]
+            if not ticks:
+                plain = re.sub(r"`[^`]+\.cuh?`", "", c[col]).strip()
+                ticks = [plain] if plain else []
+            if len(ticks) != hi - lo + 1:
+                raise SystemExit(f"{path}: row '{row}' covers {hi - lo + 1} versions "
+                                 f"but names {len(ticks)}")
+            for n, name in zip(range(lo, hi + 1), ticks):
+                found[n] = name
+        return found
+    raise SystemExit(f"{path}: no versions table ('| # | ... version or name ... |')")
+
+
+def program_versions(binary):
+    out = subprocess.run([binary, "--help"], capture_output=True, text=True, check=True).stdout
+    listing = out.split("\nversions:\n", 1)[1].split("\n\n", 1)[0]
+    found = {}
+    for line in listing.splitlines():
+        m = re.fullmatch(r"\s*(\d+)\s+(.+?)\s*", line)
+        if m:
+            found[int(m.group(1))] = m.group(2)
+    return found
+
+
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    bad = 0
+    lessons = sorted(glob.glob(os.path.join(src, "lessons", "[0-9][0-9]_*")))
+    for folder in lessons:
+        n = int(os.path.basename(folder)[:2])
+        binary = os.path.join(build, "bin", f"lesson-{n}")
+        if not os.path.exists(binary):
+            print(f"FAIL lesson {n}: {binary} is not built")
+            bad += 1
+            continue
+        want = program_versions(binary)
+        have = readme_versions(os.path.join(folder, "README.md"))
+        if want == have:
+            print(f"ok   lesson {n}: README names the program's {len(want)} versions")
+            continue
+        bad += 1
+        print(f"FAIL lesson {n}: README and program disagree")
+        for k in sorted(set(want) | set(have)):
+            if want.get(k) != have.get(k):
+                print(f"       version {k}: program '{want.get(k)}', README '{have.get(k)}'")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
