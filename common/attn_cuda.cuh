@@ -18,4 +18,14 @@ static __host__ __device__ __forceinline__ int attn_cdiv(int a, int b) {
   return (a + b - 1) / b;
 }
 
+/** A launcher's check of the shape it is given (the command line validates the same rules for the
+ *  lessons' programs): every extent at least 1, and the query heads a multiple of the KV heads.
+ *  Returns cudaErrorInvalidValue, or cudaSuccess. */
+static __host__ __forceinline__ cudaError_t attn_check_shape(int batch, int heads, int kv_heads,
+                                                             int seq_q, int seq_kv) {
+  if (batch < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads != 0 || seq_q < 1 || seq_kv < 1)
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
 #endif /* ATTN_CUDA_CUH */

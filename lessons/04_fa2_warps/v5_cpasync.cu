@@ -327,8 +327,7 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
 extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
                                  int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                                  int causal, float scale, cudaStream_t stream) {
-  if (batch < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || seq_q < 1 || seq_kv < 1)
-    return cudaErrorInvalidValue;
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
   const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
   const long long blocks = (long long)n_q_tiles * batch * heads;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
