@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Each lesson README's versions table names exactly the versions its program prints.
+"""Each lesson README's versions table names exactly the versions its program prints, and every
+version file opens with the course's header template.
 
     tests/test_readme_versions.py SOURCE_DIR BUILD_DIR
 
@@ -66,6 +67,26 @@ def program_versions(binary):
     return found
 
 
+HEADINGS = ["What changed:", "Why:", "Prediction:", "Measured:", "Run:"]
+
+
+def header_problems(folder):
+    """Version files (vN_*.cu, and lesson 01's probe_*.cu) whose opening comment lacks a heading of
+    the template or has them out of order."""
+    bad = []
+    files = sorted(glob.glob(os.path.join(folder, "v[0-9]*_*.cu")) +
+                   glob.glob(os.path.join(folder, "probe_*.cu")))
+    for f in files:
+        text = open(f, encoding="utf-8").read()
+        head = text[:text.find("*/") + 2] if "*/" in text else ""
+        at = [head.find(h) for h in HEADINGS]
+        if min(at) < 0 or at != sorted(at):
+            missing = [h for h, a in zip(HEADINGS, at) if a < 0]
+            bad.append(f"{os.path.basename(f)}: " +
+                       (f"lacks {', '.join(missing)}" if missing else "headings out of order"))
+    return bad, len(files)
+
+
 def main():
     src, build = sys.argv[1], sys.argv[2]
     bad = 0
@@ -77,6 +98,14 @@ def main():
             print(f"FAIL lesson {n}: {binary} is not built")
             bad += 1
             continue
+        problems, count = header_problems(folder)
+        if problems:
+            bad += 1
+            print(f"FAIL lesson {n}: version file headers ({' / '.join(HEADINGS)}):")
+            for p in problems:
+                print(f"       {p}")
+        else:
+            print(f"ok   lesson {n}: {count} version files open with the header template")
         want = program_versions(binary)
         have = readme_versions(os.path.join(folder, "README.md"))
         if want == have:
