@@ -98,15 +98,38 @@ if has lessons; then
   done
 fi
 
+# Each GPU test suite under memcheck, racecheck and synccheck. racecheck tracks every shared-memory
+# access and is far slower than the others: a lesson whose whole suite outruns SAN_TIMEOUT under it
+# lists lesson-program runs in lessons/NN_*/racecheck-runs.txt (one argument line each, small
+# awkward shapes, every version), and racecheck runs those instead of that lesson's suite.
 if has sanitize; then
+  san() { # tool label command...
+    local tool=$1 label=$2
+    shift 2
+    say "compute-sanitizer --tool $tool $label"
+    timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$@" >>"$LOG" 2>&1
+    local rc=$?
+    tail -n 2 "$LOG"
+    [ $rc -eq 0 ] || { echo "  $tool on $label: exit $rc" | tee -a "$LOG"; status=1; }
+  }
   for t in "$BUILD"/bin/test_*gpu*; do
     [ -x "$t" ] || continue
+    name=$(basename "$t")
+    runs=""
+    if [[ "$name" =~ ^test_lesson0*([0-9]+)_gpu$ ]]; then
+      n=${BASH_REMATCH[1]}
+      runs=$(ls lessons/0${n}_*/racecheck-runs.txt 2>/dev/null | head -n 1)
+    fi
     for tool in memcheck racecheck synccheck; do
-      say "compute-sanitizer --tool $tool $(basename "$t")"
-      timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$t" >>"$LOG" 2>&1
-      rc=$?
-      tail -n 2 "$LOG"
-      [ $rc -eq 0 ] || { echo "  $tool on $(basename "$t"): exit $rc" | tee -a "$LOG"; status=1; }
+      if [ "$tool" = racecheck ] && [ -n "$runs" ]; then
+        while IFS= read -r line; do
+          case "$line" in ''|'#'*) continue;; esac
+          # shellcheck disable=SC2086
+          san racecheck "lesson-$n $line" "$BUILD/bin/lesson-$n" $line
+        done <"$runs"
+      else
+        san "$tool" "$name" "$t"
+      fi
     done
   done
 fi
