@@ -61,8 +61,8 @@ lesson-%: FORCE
 	$(CMAKE) --build $(BUILD_DIR) --target lesson-$$n -j $(JOBS) && \
 	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
 
-# diff-N A=2 B=3: the version files vA_* and vB_* of lesson N, unified diff (the head-dimension
-# build-tree wrappers are not in lessons/). B alone means A=B-1.
+# diff-N A=2 B=3: the version files vA_*.cu and vB_*.cu of lesson N, unified diff. B alone means
+# A=B-1.
 diff-%: FORCE
 	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make diff-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
 	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
@@ -71,11 +71,11 @@ diff-%: FORCE
 	case "$$b" in [1-9]|[1-9][0-9]) ;; *) echo "make diff-$$n: give the versions as numbers, e.g. make diff-$$n A=1 B=2" >&2; exit 2;; esac; \
 	[ -n "$$a" ] || a=$$((b - 1)); \
 	case "$$a" in [1-9]|[1-9][0-9]) ;; *) echo "make diff-$$n: A must be a version number, got '$$a'" >&2; exit 2;; esac; \
-	pick() { ls "$$dir"v$$1_* 2>/dev/null | grep -vE '_d(64|128)\.cu$$' | sort -r | head -n 1; }; \
+	pick() { ls "$$dir"v$$1_*.cu 2>/dev/null | head -n 1; }; \
 	fa=$$(pick $$a); fb=$$(pick $$b); \
 	for pair in "$$a:$$fa" "$$b:$$fb"; do \
 	  if [ -z "$${pair#*:}" ]; then \
-	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_* | grep -vE '_d(64|128)\.cu$$' | tr '\n' ' ')" >&2; exit 2; fi; \
+	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_*.cu | tr '\n' ' ')" >&2; exit 2; fi; \
 	done; \
 	echo "diff -u $$fa $$fb"; diff -u "$$fa" "$$fb"; rc=$$?; [ $$rc -le 1 ]
 

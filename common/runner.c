@@ -433,14 +433,18 @@ static void rates(const attn_device *dev, attn_result *r) {
   r->pct_bw = bw > 0 ? 100.0 * r->gbs / bw : 0.0;
 }
 
+/* Whether version i (0-based) is selected: all, or the one VERSION given. */
+static int selected(const attn_options *o, int i) {
+  return o->version == 0 || o->version == i + 1;
+}
+
 int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_device *dev,
                       attn_result *results, FILE *out) {
   int failures = 0, dead = 0, need_ref = 0, any_dense = 0;
   const int sm = attn_device_sm(dev);
   for (int i = 0; i < L->n_versions; ++i) {
     const attn_version *v = &L->versions[i];
-    int selected = o->version == 0 || o->version == i + 1;
-    if (selected && v->kind != ATTN_CUSTOM) {
+    if (selected(o, i) && v->kind != ATTN_CUSTOM) {
       any_dense = 1;
       need_ref |= !o->no_check;
     }
@@ -469,7 +473,7 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
     r->index = i + 1;
     const char *why = NULL;
     char buf[96];
-    if (o->version != 0 && o->version != i + 1) {
+    if (!selected(o, i)) {
       set_skip(r, "not selected");
       continue; /* not printed */
     }
@@ -508,10 +512,6 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
 /* ---- Will it fit?
  * --------------------------------------------------------------------------------- */
 
-static int selected(const attn_options *o, int i) {
-  return o->version == 0 || o->version == i + 1;
-}
-
 void attn_footprint(const attn_lesson *L, const attn_options *o, double *device_bytes,
                     double *host_bytes) {
   const attn_problem *p = &o->problem;
@@ -543,7 +543,8 @@ void attn_footprint(const attn_lesson *L, const attn_options *o, double *device_
       /* Reference rows in double: at most every row. */
       double rows = (double)attn_rows(p);
       const double macs = 2.0 * attn_visible_pairs(p) * p->dim;
-      if (macs > ATTN_FULL_CHECK_MACS) rows = (double)p->batch * p->heads * 10.0;
+      if (macs > ATTN_FULL_CHECK_MACS)
+        rows = (double)p->batch * p->heads * (SAMPLE_ROWS_PER_HEAD + 2); /* attn_sample_rows() */
       host += rows * (8.0 * p->dim + 8.0 + 8.0);
     }
   }
@@ -623,7 +624,7 @@ static int csv_rows(FILE *f, const attn_lesson *L, const attn_options *o, const 
   int rows = 0;
   for (int i = 0; i < L->n_versions; ++i) {
     const attn_result *r = &rs[i];
-    if (o->version != 0 && o->version != i + 1) continue;
+    if (!selected(o, i)) continue;
     fprintf(f, "%d,%d,%s,%s,%d,%d,%d,%d,%d,%d,%d,%s,", L->number, r->index, r->version->name,
             attn_dtype_name(r->version->dtype), p->batch, p->heads, p->kv_heads, p->seq_q,
             p->seq_kv, p->dim, p->causal, attn_status_name(r->status));
