@@ -5,7 +5,10 @@
 #                                         but ncu)
 #   OUT=dir   where the results folder goes (default ./gpu-out)
 #   RUN=name  the results folder's name (default <device>-<UTC date>, e.g. h200-2026-11-23)
-#   LESSONS="1 2"  which lessons to run (default: every lesson present)
+#   LESSONS="1 2"  which lessons to run (default: every lesson present); given, it also limits the
+#                  sanitize phase to those lessons' GPU suites and the bench phase to their
+#                  bench/lessonNN_peers.py (a partial run: name its folder apart, e.g.
+#                  RUN=h200-l06-2026-11-23, so that it is not taken for a whole run)
 #   SAN_TIMEOUT=300  seconds each compute-sanitizer run may take
 #
 # Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
@@ -70,7 +73,10 @@ if has test; then
 fi
 
 present=$(ls -d lessons/[0-9][0-9]_*/ 2>/dev/null | sed -E 's#lessons/0?([0-9]+)_.*#\1#')
+only=${LESSONS:-}
 LESSONS=${LESSONS:-$present}
+# picked N: 0 when LESSONS was given and does not name lesson N
+picked() { [ -z "$only" ] && return 0; case " $only " in *" $((10#$1)) "*) return 0;; esac; return 1; }
 
 if has lessons; then
   : >"$CSV"
@@ -118,7 +124,10 @@ if has sanitize; then
     runs=""
     if [[ "$name" =~ ^test_lesson0*([0-9]+)_gpu$ ]]; then
       n=${BASH_REMATCH[1]}
+      picked "$n" || continue
       runs=$(ls lessons/0${n}_*/racecheck-runs.txt 2>/dev/null | head -n 1)
+    elif [ -n "$only" ]; then
+      continue # a partial run sanitizes only its lessons' suites
     fi
     for tool in memcheck racecheck synccheck; do
       if [ "$tool" = racecheck ] && [ -n "$runs" ]; then
@@ -140,6 +149,7 @@ if has bench; then
   rm -f "$DEST/peers.csv"
   for py in bench/lesson*_peers.py; do
     [ -f "$py" ] || continue
+    [[ "$py" =~ lesson([0-9]+)_peers ]] && { picked "${BASH_REMATCH[1]}" || continue; }
     say "python3 $py"
     PYTHONUNBUFFERED=1 PEERS_OUT="$TMP/peers" python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Rewrite the measured figures in the READMEs from one archived GPU run.
+"""Rewrite the measured figures in the READMEs from archived GPU runs.
 
     scripts/results-tables.py [FOLDER]           rewrite every results region in place
     scripts/results-tables.py --check [FOLDER]   compare instead; print a unified diff of any drift
                                                  and exit 1 (0 when every region is in sync)
 
-FOLDER is one run's folder under docs/results/ (default: the newest, by the date its name ends
-with), as scripts/gpu-suite.sh writes it (docs/results/README.md describes the layout):
-lessons.csv (required), peers.csv, ncu.txt, gpu-suite.log, nvidia-smi.txt. A figure whose file is
+FOLDER is one run's folder under docs/results/, as scripts/gpu-suite.sh writes it. Without it, each
+README reads the newest folder (by the date its name ends with, then its name) that holds rows of
+its lessons: a lesson README its own lesson's, the top README lessons 01-04's; so a partial run
+(gpu-suite.sh with LESSONS=6) serves its lessons and leaves the others on the last whole run.
+Layout (docs/results/README.md describes it): lessons.csv (required), peers.csv, ncu.txt, gpu-suite.log, nvidia-smi.txt. A figure whose file is
 missing is written as a placeholder that says which suite phase produces it.
 
 A region is every line between two markers in README.md or lessons/*/README.md:
@@ -1801,20 +1803,42 @@ def regenerate(path, text, a):
     return "\n".join(out)
 
 
-def newest_folder():
+# The lessons whose rows the top README's regions read (its headline covers lessons 01-04).
+TOP_LESSONS = (1, 2, 3, 4)
+
+
+def lessons_in(folder):
+    """The lesson numbers with rows in a folder's lessons.csv."""
+    with open(os.path.join(folder, "lessons.csv"), newline="", encoding="utf-8") as fh:
+        return {int(r["lesson"]) for r in csv.DictReader(fh) if (r.get("lesson") or "").isdigit()}
+
+
+def newest_folder(lessons=()):
+    """The newest folder (by the date its name ends with, then its name) whose lessons.csv has rows
+    of every lesson in `lessons`: a partial run (scripts/gpu-suite.sh with LESSONS=...) is the
+    newest source only for the lessons it ran."""
     best = None
     for d in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
         full = os.path.join(RESULTS, d)
         m = re.match(r"^.*-(\d{4}-\d{2}-\d{2})$", d)
         if not (m and os.path.isdir(full) and os.path.exists(os.path.join(full, "lessons.csv"))):
             continue
+        if lessons and not set(lessons) <= lessons_in(full):
+            continue
         key = (m.group(1), d)
         if best is None or key > best[0]:
             best = (key, full)
     if best is None:
-        raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv) under "
-                         "docs/results/")
+        want = f" with rows of lessons {', '.join(map(str, lessons))}" if lessons else ""
+        raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv)"
+                         f"{want} under docs/results/")
     return best[1]
+
+
+def readme_lessons(path):
+    """The lessons a README's regions read: its own, or TOP_LESSONS for the top README."""
+    m = re.match(r"lessons/0*(\d+)_", os.path.relpath(path, ROOT))
+    return (int(m.group(1)),) if m else TOP_LESSONS
 
 
 def main():
@@ -1824,11 +1848,17 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare, do not write: print a unified "
                     "diff of any drift and exit 1")
     args = ap.parse_args()
-    a = Archive(args.folder or newest_folder())
+    archives = {}  # folder -> Archive, read once
     drift = 0
     for path in readmes():
         with open(path, encoding="utf-8") as fh:
             old = fh.read()
+        if args.folder is None and "<!-- results:" not in old:
+            continue  # no region: nothing to read
+        folder = args.folder or newest_folder(readme_lessons(path))
+        if folder not in archives:
+            archives[folder] = Archive(folder)
+        a = archives[folder]
         try:
             new = regenerate(path, old, a)
         except ValueError as e:
@@ -1852,10 +1882,11 @@ def main():
             print(f"results-tables: rewrote {rel_path} from {a.rel}")
     if args.check:
         if drift:
-            print(f"\nresults-tables: {drift} README(s) out of sync with {a.rel}; run "
-                  f"scripts/results-tables.py {a.rel}", file=sys.stderr)
+            print(f"\nresults-tables: {drift} README(s) out of sync; run "
+                  f"scripts/results-tables.py", file=sys.stderr)
             return 1
-        print(f"results-tables: every README region matches {a.rel}")
+        print("results-tables: every README region matches "
+              f"{', '.join(sorted(x.rel for x in archives.values())) or 'no archive'}")
     return 0
 
 

@@ -1,0 +1,144 @@
+/* Lesson 06, GPU: every version through the harness (outputs poisoned, O and the log-sum-exp
+ * checked against the reference) on awkward shapes: one key, lengths that are multiples of
+ * nothing, GQA 8:1 and MQA, causal with 2 to 8 query rows, rows that see no key, 131072 keys,
+ * groups of 9, 32 and 256 rows (one, two and sixteen row tiles of versions 3-4). Then versions 2-4
+ * with forced chunk counts against version 1, so empty chunks are exercised whatever the SM
+ * count. Exits 77 (skipped) without a GPU. */
+#include <math.h>
+#include <string.h>
+
+#include "attn_test.h"
+#include "flash_decoding.h"
+
+static attn_device g_dev;
+
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
+static const int kShapes[][7] = {
+    {1, 4, 1, 1, 1, 64, 0},       /* one key, MQA */
+    {1, 8, 1, 1, 1, 128, 1},      /* one key, GQA 8:1, causal */
+    {2, 8, 1, 1, 17, 128, 0},     /* 17 keys, GQA 8:1 */
+    {1, 4, 4, 1, 255, 64, 0},     /* 4 chunks of 64 minus one key */
+    {1, 2, 2, 1, 1237, 128, 0},   /* a multiple of nothing */
+    {1, 8, 1, 1, 300, 64, 0},     /* MQA */
+    {1, 8, 2, 4, 37, 128, 1},     /* causal, seq_q 4, kv 37 */
+    {1, 4, 2, 8, 1000, 64, 1},    /* seq_q 8, causal */
+    {1, 2, 1, 8, 5, 128, 1},      /* causal, seq_q > seq_kv: rows that see no key */
+    {1, 4, 1, 1, 2305, 128, 0},   /* 9 chunks would round to 320 keys: the rule takes 8 */
+    {1, 32, 8, 1, 32768, 128, 0}, /* the lesson's default shape */
+    {1, 32, 8, 1, 131072, 128, 0}, {1, 16, 2, 2, 131072, 64, 1},
+    {1, 8, 1, 4, 777, 128, 1},   /* 32 group rows: two row tiles of versions 3-4 */
+    {2, 12, 4, 3, 1500, 128, 1}, /* groups of 3 heads x 3 tokens: 9 of 16 tile rows */
+    {3, 32, 8, 1, 8192, 64, 0},  /* batch 3 */
+    {1, 32, 1, 8, 4099, 64, 1},  /* MQA, 256 group rows: 16 row tiles */
+};
+enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
+
+START_TEST(every_version_passes_awkward_shapes) {
+  attn_options o;
+  memset(&o, 0, sizeof o);
+  const int *x = kShapes[_i];
+  o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+  o.seed = 21 + (uint64_t)_i;
+  o.iters = 1;
+  o.check_only = 1;
+  attn_result r[L06_VERSIONS];
+  int failed = attn_run_versions(&l06_lesson, &o, &g_dev, r, stdout);
+  ck_assert_int_eq(failed, 0);
+  for (int v = 0; v < L06_VERSIONS; ++v) {
+    if (r[v].status == ATTN_SKIPPED) {
+      /* The only documented skip: a GPU older than sm_80. */
+      ck_assert_msg(attn_device_sm(&g_dev) < 80, "%s skipped: %s", r[v].version->name, r[v].note);
+      continue;
+    }
+    ck_assert_msg(r[v].status == ATTN_PASS, "%s: %s", r[v].version->name, r[v].note);
+    ck_assert_uint_gt(r[v].verdict.compared, 0);
+    ck_assert_uint_gt(r[v].verdict_lse.compared, 0);
+    ck_assert_uint_eq(r[v].verdict.unwritten, 0);
+  }
+}
+END_TEST
+
+/* Versions 2-4 with 1, 3, 16 and 128 chunks (most of them empty for 300 keys) agree with version 1:
+ * the same bf16 O within two bf16 steps (plus 1e-3), the same log-sum-exp, and no NaN anywhere. */
+START_TEST(forced_splits_match_one_block) {
+  if (attn_device_sm(&g_dev) < 80) return;
+  const int batch = 1, heads = 8, kv_heads = 2, seq_q = 4, seq_kv = 300, dim = 64;
+  const size_t nq = (size_t)batch * seq_q * heads * dim,
+               nkv = (size_t)batch * seq_kv * kv_heads * dim;
+  const size_t rows = (size_t)batch * heads * seq_q;
+  uint16_t *hq = malloc(2 * nq), *hkv = malloc(2 * nkv), *o1 = malloc(2 * nq), *o2 = malloc(2 * nq);
+  float l1[32], l2[32];
+  ck_assert(hq && hkv && o1 && o2);
+  for (size_t e = 0; e < nq; ++e) hq[e] = attn_f32_to_bf16(sinf(0.7f * (float)e));
+  for (size_t e = 0; e < nkv; ++e) hkv[e] = attn_f32_to_bf16(cosf(0.3f * (float)e));
+  void *dq, *dkv, *d_o;
+  float *dlse, *ws;
+  const size_t ws_bytes = l06_split_workspace_bytes(L06_MAX_SPLITS, rows, dim);
+  ATTN_CHECK(cudaMalloc(&dq, 2 * nq));
+  ATTN_CHECK(cudaMalloc(&dkv, 2 * nkv));
+  ATTN_CHECK(cudaMalloc(&d_o, 2 * nq));
+  ATTN_CHECK(cudaMalloc((void **)&dlse, sizeof(float) * rows));
+  ATTN_CHECK(cudaMalloc((void **)&ws, ws_bytes));
+  ATTN_CHECK(cudaMemcpy(dq, hq, 2 * nq, cudaMemcpyHostToDevice));
+  ATTN_CHECK(cudaMemcpy(dkv, hkv, 2 * nkv, cudaMemcpyHostToDevice));
+  for (int causal = 0; causal <= 1; ++causal) {
+    ck_assert_int_eq(l06_one_block_d64(dq, dkv, dkv, d_o, dlse, batch, heads, kv_heads, seq_q,
+                                       seq_kv, causal, 0.125f, 0),
+                     cudaSuccess);
+    ATTN_CHECK(cudaMemcpy(o1, d_o, 2 * nq, cudaMemcpyDeviceToHost));
+    ATTN_CHECK(cudaMemcpy(l1, dlse, sizeof(float) * rows, cudaMemcpyDeviceToHost));
+    const int splits[4] = {1, 3, 16, L06_MAX_SPLITS};
+    const l06_split_fn fns[3] = {l06_split_kv_d64, l06_gqa_group_d64, l06_pipeline_d64};
+    for (int t = 0; t < 12; ++t) {
+      ATTN_CHECK(cudaMemset(d_o, 0xff, 2 * nq)); /* NaN in bf16: every element must be written */
+      ATTN_CHECK(cudaMemset(dlse, 0xff, sizeof(float) * rows));
+      ck_assert_int_eq(fns[t / 4](dq, dkv, dkv, d_o, dlse, ws, ws_bytes, splits[t % 4], batch,
+                                  heads, kv_heads, seq_q, seq_kv, causal, 0.125f, 0),
+                       cudaSuccess);
+      ATTN_CHECK(cudaMemcpy(o2, d_o, 2 * nq, cudaMemcpyDeviceToHost));
+      ATTN_CHECK(cudaMemcpy(l2, dlse, sizeof(float) * rows, cudaMemcpyDeviceToHost));
+      for (size_t e = 0; e < nq; ++e) {
+        const float a = attn_bf16_to_f32(o1[e]), b = attn_bf16_to_f32(o2[e]);
+        ck_assert_msg(isfinite(b) && fabsf(a - b) <= ldexpf(fabsf(a), -6) + 1e-3f,
+                      "version %d splits %d causal %d: O[%zu] %g vs %g", 2 + t / 4, splits[t % 4],
+                      causal, e, b, a);
+      }
+      for (size_t e = 0; e < rows; ++e)
+        ck_assert_msg(isfinite(l2[e]) && fabsf(l1[e] - l2[e]) < 1e-4f * (1.0f + fabsf(l1[e])),
+                      "version %d splits %d causal %d: lse[%zu] %g vs %g", 2 + t / 4, splits[t % 4],
+                      causal, e, l2[e], l1[e]);
+    }
+  }
+  ATTN_CHECK(cudaFree(dq));
+  ATTN_CHECK(cudaFree(dkv));
+  ATTN_CHECK(cudaFree(d_o));
+  ATTN_CHECK(cudaFree(dlse));
+  ATTN_CHECK(cudaFree(ws));
+  free(hq), free(hkv), free(o1), free(o2);
+}
+END_TEST
+
+/* The flat entry point (what a ctypes caller uses) reports a bad shape or a missing workspace as
+ * an error, with no launch. */
+START_TEST(flat_entry_point_refuses_bad_shapes) {
+  ck_assert_int_eq(
+      l06_forward(2, 128, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 4, 3, 1, 16, 0, 0.f, 0),
+      cudaErrorInvalidValue);
+  ck_assert_int_eq(
+      l06_forward(2, 128, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 4, 4, 1, 4096, 0, 0.f, 0),
+      cudaErrorInvalidValue);
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+}
+END_TEST
+
+int main(void) {
+  attn_test_gpu_or_skip(&g_dev);
+  Suite *s = suite_create("lesson06_gpu");
+  TCase *tc = tcase_create("gpu");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, every_version_passes_awkward_shapes, 0, N_SHAPES);
+  tcase_add_test(tc, forced_splits_match_one_block);
+  tcase_add_test(tc, flat_entry_point_refuses_bad_shapes);
+  suite_add_tcase(s, tc);
+  return attn_test_run(s, 1);
+}
