@@ -29,8 +29,13 @@ extern "C" {
 #define ATTN_MAX_TENSOR_ELEMS ((size_t)1 << 36)
 
 /** What the command line asked for. */
+/** The most sequences --kv-lens takes. */
+#define ATTN_MAX_KV_LENS 4096
+
+/** Everything the command line sets. */
 typedef struct attn_options {
-  attn_problem problem; /**< the shape (defaults from the lesson) */
+  attn_problem problem; /**< the shape (defaults from the lesson); with --kv-lens, problem.kv_lens
+                             points into kv_lens below, so an attn_options copy shares them */
   uint64_t seed;        /**< input seed (default 1) */
   int iters;            /**< timed runs per version (default 20) */
   int warmup;           /**< untimed runs first (default 3) */
@@ -39,6 +44,7 @@ typedef struct attn_options {
   int no_check;         /**< time, do not check */
   int cpu_only;         /**< --cpu: run only the CPU parts */
   const char *csv_path; /**< --csv FILE, or NULL */
+  int kv_lens[ATTN_MAX_KV_LENS]; /**< --kv-lens: one length per sequence */
 } attn_options;
 
 /** What a lesson tells the parser. */

@@ -43,10 +43,14 @@ typedef struct attn_args {
   const void *k_cache;    /**< [num_blocks, block_size, kv_heads, dim] (paged versions) */
   const void *v_cache;    /**< [num_blocks, block_size, kv_heads, dim] (paged versions) */
   const int *block_table; /**< [batch, max_blocks] (paged versions) */
-  const int *seq_lens;    /**< [batch] (paged versions) */
+  const int *seq_lens;    /**< [batch] keys per sequence, on the device: paged versions always,
+                               dense ones when the problem has lengths (else NULL) */
   int num_blocks;         /**< blocks in the paged pool */
   int max_blocks;         /**< block-table columns */
-  void *workspace;        /**< scratch of the size the version's workspace() asked for */
+  void *workspace;        /**< scratch of the size the version's workspace() asked for, zeroed
+                               once when allocated (not before each call): a version may keep
+                               state there across calls, such as counters, if every call leaves
+                               it as it found it */
   size_t workspace_bytes; /**< its size */
   int version;            /**< the version's 1-based number in its lesson's table */
   const void *user;       /**< the version's attn_version::user */
@@ -107,11 +111,14 @@ typedef struct attn_version {
                             bf16 against the tensor-core peak */
   int min_sm;          /**< lowest compute capability it runs on (e.g. 80, 90); 0 for any */
   int writes_lse;      /**< 1 when the launcher writes the log-sum-exp (then it is checked) */
+  int varlen;          /**< 1 when it takes a length per sequence (attn_problem::kv_lens, through
+                            attn_args::seq_lens); others are skipped, with the reason, when a
+                            problem has lengths */
   /** NULL when the version can run @p p, else the reason it cannot (a static string or one kept in
    * a static buffer). May be NULL itself: everything is supported. */
   const char *(*supports)(const attn_problem *p);
   attn_attention_fn launch;                   /**< ATTN_DENSE and ATTN_PAGED */
-  size_t (*workspace)(const attn_problem *p); /**< scratch bytes; NULL for none */
+  size_t (*workspace)(const attn_problem *p); /**< scratch bytes (zeroed once); NULL for none */
   const attn_custom *custom;                  /**< ATTN_CUSTOM */
   /** Anything the lesson wants its launcher or setup to receive (attn_args::user,
    *  attn_setup_ctx::user), so one launcher serves several versions without a thunk per version. */

@@ -47,6 +47,10 @@ typedef struct attn_problem {
   int causal;     /**< 1: bottom-right causal mask */
   int block_size; /**< tokens per block of a paged KV cache */
   float scale;    /**< softmax scale; 0 means 1/sqrt(dim) */
+  /** [batch] keys of each sequence, each 1..seq_kv, or NULL: every sequence has seq_kv. With
+   * lengths, seq_kv is their maximum and still the stride of the dense K/V layout; keys past a
+   * sequence's length exist in memory but belong to nobody (the harness fills them with NaN). */
+  const int *kv_lens;
 } attn_problem;
 
 /** The softmax scale in force: p->scale, or 1/sqrt(dim) when that is 0. */
@@ -57,6 +61,20 @@ double attn_visible_pairs(const attn_problem *p);
 
 /** Keys visible to query row @p i (0-based) of a sequence: the causal window, or seq_kv. */
 int attn_visible_keys(const attn_problem *p, int i);
+
+/** Keys of sequence @p b: p->kv_lens[b], or seq_kv without lengths. */
+int attn_kv_len(const attn_problem *p, int b);
+
+/** Keys visible to query row @p i of sequence @p b: attn_visible_keys() with that sequence's
+ * length (the causal window's bottom-right corner sits at its last key). */
+int attn_visible_keys_in(const attn_problem *p, int b, int i);
+
+/** The keys of every sequence added up: batch * seq_kv without lengths. */
+double attn_total_kv(const attn_problem *p);
+
+/** p->kv_lens written compactly into @p buf ("131072,1024x31": a run of equal lengths as NxCOUNT),
+ * or "" without lengths; truncated to @p len. Returns @p buf. */
+char *attn_kv_lens_str(const attn_problem *p, char *buf, size_t len);
 
 /** Floating-point work of the forward pass: 4 * dim flops per visible (query, key) pair
  *  (2*dim for QK^T, 2*dim for PV). Causal counts only visible pairs, about half for seq_q ==

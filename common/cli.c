@@ -23,6 +23,7 @@ enum {
   OPT_NO_CHECK,
   OPT_CPU,
   OPT_CSV,
+  OPT_KV_LENS,
   OPT_HELP = 'h'
 };
 
@@ -41,6 +42,7 @@ static const struct option kOptions[] = {{"batch", required_argument, NULL, OPT_
                                          {"no-check", no_argument, NULL, OPT_NO_CHECK},
                                          {"cpu", no_argument, NULL, OPT_CPU},
                                          {"csv", required_argument, NULL, OPT_CSV},
+                                         {"kv-lens", required_argument, NULL, OPT_KV_LENS},
                                          {"help", no_argument, NULL, OPT_HELP},
                                          {NULL, 0, NULL, 0}};
 
@@ -137,6 +139,43 @@ int attn_problem_validate(const attn_problem *p, const int *dims, int n_dims, ch
   return 0;
 }
 
+/* "128k,1024x31" into lens[]: returns the count, or -1 with a message in err. */
+static int parse_kv_lens(const char *arg, int *lens, char *err, size_t err_len) {
+  int n = 0;
+  const char *s = arg;
+  while (s && *s) {
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9') break;
+    long len = strtol(s, &end, 10), count = 1;
+    if (errno || end == s) break;
+    if (*end == 'k') len *= 1024, ++end;
+    if (*end == 'x') {
+      const char *c = end + 1;
+      if (*c < '0' || *c > '9') break;
+      count = strtol(c, &end, 10);
+      if (errno || count < 1) break;
+    }
+    if (len < 1 || len > ATTN_MAX_EXTENT) {
+      fail(err, err_len, "--kv-lens: a length must be in 1..%d, got %ld", ATTN_MAX_EXTENT, len);
+      return -1;
+    }
+    if (count > ATTN_MAX_KV_LENS - n) {
+      fail(err, err_len, "--kv-lens: at most %d sequences", ATTN_MAX_KV_LENS);
+      return -1;
+    }
+    for (long i = 0; i < count; ++i) lens[n++] = (int)len;
+    if (*end == '\0') return n;
+    if (*end != ',') break;
+    s = end + 1;
+  }
+  fail(err, err_len,
+       "--kv-lens must be lengths separated by commas (N, Nk, NxCOUNT), e.g. 128k,1024x31; got "
+       "'%s'",
+       arg);
+  return -1;
+}
+
 void attn_cli_usage(const attn_cli_spec *s, FILE *out) {
   const attn_problem *d = &s->defaults;
   fprintf(out, "usage: %s [VERSION] [options]\n", s->program);
@@ -160,19 +199,23 @@ void attn_cli_usage(const attn_cli_spec *s, FILE *out) {
   fprintf(out, ")\n");
   if (d->kv_heads) fprintf(out, "                   (--kv-heads defaults to %d)\n", d->kv_heads);
   if (d->seq_kv) fprintf(out, "                   (--kv-seq defaults to %d)\n", d->seq_kv);
-  fprintf(out,
-          "  --causal         bottom-right causal mask (default %s)\n"
-          "  --block-size N   tokens per paged-cache block (default %d)\n"
-          "\nrun:\n"
-          "  --seed N         input seed (default 1)\n"
-          "  --iters N        timed runs, the median is reported (default 20)\n"
-          "  --warmup N       untimed runs first (default 3)\n"
-          "  --check-only     check every version, time none\n"
-          "  --no-check       time every version, check none\n"
-          "  --cpu            run only the CPU parts (no GPU needed)\n"
-          "  --csv FILE       also write the table as CSV\n"
-          "  -h, --help       this text\n",
-          d->causal ? "on" : "off", d->block_size);
+  fprintf(
+      out,
+      "  --kv-lens LIST   a length per sequence, e.g. 128k,1024x31 (N, Nk = N x 1024, NxCOUNT for\n"
+      "                   COUNT sequences of N): sets --batch to the count and --kv-seq to the\n"
+      "                   longest; versions that take one length for all are skipped\n"
+      "  --causal         bottom-right causal mask (default %s)\n"
+      "  --block-size N   tokens per paged-cache block (default %d)\n"
+      "\nrun:\n"
+      "  --seed N         input seed (default 1)\n"
+      "  --iters N        timed runs, the median is reported (default 20)\n"
+      "  --warmup N       untimed runs first (default 3)\n"
+      "  --check-only     check every version, time none\n"
+      "  --no-check       time every version, check none\n"
+      "  --cpu            run only the CPU parts (no GPU needed)\n"
+      "  --csv FILE       also write the table as CSV\n"
+      "  -h, --help       this text\n",
+      d->causal ? "on" : "off", d->block_size);
   if (s->version_names) {
     fprintf(out, "\nversions:\n");
     for (int i = 0; i < s->n_versions; ++i) fprintf(out, "  %d  %s\n", i + 1, s->version_names[i]);
@@ -187,7 +230,7 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
   o->seed = 1;
   o->iters = 20;
   o->warmup = 3;
-  int have_kv_heads = 0, have_kv_seq = 0;
+  int have_kv_heads = 0, have_kv_seq = 0, have_batch = 0, n_lens = 0;
   err[0] = '\0';
 
   optind = 0; /* glibc: 0 re-initialises getopt completely */
@@ -209,7 +252,7 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
         if (parse_int(optarg, 1, ATTN_MAX_EXTENT, &v) != 0)
           return fail(err, err_len, "--%s must be an integer in 1..%d, got '%s'", name,
                       ATTN_MAX_EXTENT, optarg);
-        if (c == OPT_BATCH) o->problem.batch = (int)v;
+        if (c == OPT_BATCH) o->problem.batch = (int)v, have_batch = 1;
         if (c == OPT_HEADS) o->problem.heads = (int)v;
         if (c == OPT_KV_HEADS) o->problem.kv_heads = (int)v, have_kv_heads = 1;
         if (c == OPT_SEQ) o->problem.seq_q = (int)v;
@@ -247,6 +290,9 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
         if (!optarg || !*optarg) return fail(err, err_len, "--csv needs a file name");
         o->csv_path = optarg;
         break;
+      case OPT_KV_LENS:
+        if ((n_lens = parse_kv_lens(optarg, o->kv_lens, err, err_len)) < 0) return ATTN_CLI_ERROR;
+        break;
       case OPT_HELP:
         attn_cli_usage(spec, out);
         return ATTN_CLI_HELP;
@@ -270,6 +316,20 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
   }
   if (!have_kv_heads && spec->defaults.kv_heads == 0) o->problem.kv_heads = o->problem.heads;
   if (!have_kv_seq && spec->defaults.seq_kv == 0) o->problem.seq_kv = o->problem.seq_q;
+  if (n_lens > 0) {
+    if (have_batch && o->problem.batch != n_lens)
+      return fail(err, err_len, "--batch %d but --kv-lens gives %d lengths (it sets the batch)",
+                  o->problem.batch, n_lens);
+    if (have_kv_seq)
+      return fail(err, err_len,
+                  "--kv-seq and --kv-lens exclude each other (the longest length "
+                  "is the --kv-seq)");
+    int longest = 0;
+    for (int b = 0; b < n_lens; ++b) longest = o->kv_lens[b] > longest ? o->kv_lens[b] : longest;
+    o->problem.batch = n_lens;
+    o->problem.seq_kv = longest;
+    o->problem.kv_lens = o->kv_lens;
+  }
   if (attn_problem_validate(&o->problem, spec->dims, spec->n_dims, err, err_len) != 0)
     return ATTN_CLI_ERROR;
   return ATTN_CLI_OK;
@@ -278,4 +338,8 @@ int attn_cli_parse(int argc, char **argv, const attn_cli_spec *spec, attn_option
 void attn_problem_print(const attn_problem *p, FILE *f) {
   fprintf(f, "batch %d  heads %d/%d  seq %d/%d  dim %d  %s  scale %.4g", p->batch, p->heads,
           p->kv_heads, p->seq_q, p->seq_kv, p->dim, p->causal ? "causal" : "full", attn_scale(p));
+  if (p->kv_lens) {
+    char lens[256];
+    fprintf(f, "  kv lens %s", attn_kv_lens_str(p, lens, sizeof lens));
+  }
 }

@@ -48,13 +48,13 @@ int attn_paged_build(const attn_problem *p, const float *k, const float *v, uint
     perm[j] = t;
   }
   for (int b = 0; b < p->batch; ++b) {
-    c->seq_lens[b] = p->seq_kv;
+    c->seq_lens[b] = attn_kv_len(p, b);
     for (int j = 0; j < c->max_blocks; ++j) {
-      int owned = j * bs < p->seq_kv;
+      int owned = j * bs < c->seq_lens[b]; /* blocks past the length stay unowned */
       c->block_table[(size_t)b * c->max_blocks + j] =
           owned ? perm[(size_t)b * c->max_blocks + j] : -1;
     }
-    for (int t = 0; t < p->seq_kv; ++t) {
+    for (int t = 0; t < c->seq_lens[b]; ++t) {
       int blk = c->block_table[(size_t)b * c->max_blocks + t / bs];
       size_t dst = ((size_t)blk * bs + t % bs) * token;
       size_t src = ((size_t)b * p->seq_kv + t) * token;

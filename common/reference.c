@@ -30,7 +30,7 @@ static void reference_row(const attn_problem *p, const float *q, const float *k,
   const int D = p->dim;
   const int g = h / (p->heads / p->kv_heads); /* the KV head this query head reads */
   const double scale = attn_scale(p);
-  const int n = attn_visible_keys(p, i); /* keys 0..n-1 are visible */
+  const int n = attn_visible_keys_in(p, b, i); /* keys 0..n-1 are visible */
   const float *qr = q + r * (size_t)D;
 
   for (int d = 0; d < D; ++d) o[d] = 0.0;

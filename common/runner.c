@@ -82,6 +82,15 @@ static int inputs_host(dense_inputs *in, int need_reference, FILE *out) {
   attn_fill_attention_input(in->hq, nq, in->seed, 1);
   attn_fill_attention_input(in->hk, nkv, in->seed, 2);
   attn_fill_attention_input(in->hv, nkv, in->seed, 3);
+  if (p->kv_lens) { /* keys past a sequence's length belong to nobody: a kernel that reads one
+                       poisons its output */
+    const size_t token = (size_t)p->kv_heads * p->dim;
+    for (int b = 0; b < p->batch; ++b)
+      for (size_t e = (size_t)attn_kv_len(p, b) * token; e < (size_t)p->seq_kv * token; ++e) {
+        const size_t at = (size_t)b * p->seq_kv * token + e;
+        in->hk[at] = in->hv[at] = NAN;
+      }
+  }
   if (!need_reference) return 0;
   in->rows = attn_sample_rows(p, SAMPLE_ROWS_PER_HEAD, in->seed, &in->n_rows);
   if (!in->rows) return -1;
@@ -102,6 +111,11 @@ static cudaError_t inputs_device(dense_inputs *in, attn_dtype t, int paged) {
   if (!paged) {
     if (!in->dk[t]) ATTN_TRY(upload(&in->dk[t], in->hk, attn_kv_elems(p), t));
     if (!in->dv[t]) ATTN_TRY(upload(&in->dv[t], in->hv, attn_kv_elems(p), t));
+    if (p->kv_lens && !in->d_lens) {
+      ATTN_TRY(cudaMalloc((void **)&in->d_lens, sizeof(int) * (size_t)p->batch));
+      ATTN_TRY(cudaMemcpy(in->d_lens, p->kv_lens, sizeof(int) * (size_t)p->batch,
+                          cudaMemcpyHostToDevice));
+    }
     return cudaSuccess;
   }
   if (!in->paged_built) {
@@ -117,9 +131,11 @@ static cudaError_t inputs_device(dense_inputs *in, attn_dtype t, int paged) {
     size_t tb = sizeof(int) * (size_t)p->batch * c->max_blocks;
     ATTN_TRY(cudaMalloc((void **)&in->d_table, tb));
     ATTN_TRY(cudaMemcpy(in->d_table, c->block_table, tb, cudaMemcpyHostToDevice));
-    ATTN_TRY(cudaMalloc((void **)&in->d_lens, sizeof(int) * (size_t)p->batch));
-    ATTN_TRY(cudaMemcpy(in->d_lens, c->seq_lens, sizeof(int) * (size_t)p->batch,
-                        cudaMemcpyHostToDevice));
+    if (!in->d_lens) {
+      ATTN_TRY(cudaMalloc((void **)&in->d_lens, sizeof(int) * (size_t)p->batch));
+      ATTN_TRY(cudaMemcpy(in->d_lens, c->seq_lens, sizeof(int) * (size_t)p->batch,
+                          cudaMemcpyHostToDevice));
+    }
   }
   return cudaSuccess;
 }
@@ -236,6 +252,11 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
   if (alloc_or_skip(r, &o_buf, o_bytes, "O") || alloc_or_skip(r, &lse_buf, lse_bytes, "LSE") ||
       (ws_bytes && alloc_or_skip(r, &ws, ws_bytes, "the workspace")))
     goto done;
+  /* Zeroed once: a version may keep state in it across calls (counters) if it leaves it so. */
+  if (ws_bytes && (e = cudaMemset(ws, 0, ws_bytes)) != cudaSuccess) {
+    set_error(r, e, "zeroing the workspace");
+    goto done;
+  }
 
   dl.args.q = in->dq[v->dtype];
   dl.args.o = o_buf;
@@ -254,6 +275,7 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
   } else {
     dl.args.k = in->dk[v->dtype];
     dl.args.v = in->dv[v->dtype];
+    dl.args.seq_lens = in->d_lens; /* NULL without lengths */
   }
 
   if (!o->no_check) {
@@ -482,6 +504,8 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
     } else if (v->min_sm > 0 && sm < v->min_sm) {
       snprintf(buf, sizeof buf, "needs sm_%d or newer, this GPU is sm_%d", v->min_sm, sm);
       why = buf;
+    } else if (o->problem.kv_lens && !v->varlen) {
+      why = "takes one length for every sequence, not --kv-lens";
     } else if (v->supports) {
       why = v->supports(&o->problem);
     }
@@ -614,7 +638,7 @@ int attn_fits(const attn_lesson *L, const attn_options *o, double dev_free, doub
 static void csv_header(FILE *f) {
   fprintf(f,
           "lesson,version,name,dtype,batch,heads,kv_heads,seq_q,seq_kv,dim,causal,status,max_abs,"
-          "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note\n");
+          "rel_l2,ms,tflops,pct_flops,gbs,pct_bw,peak,device,note,kv_lens\n");
 }
 
 /* One row per selected version; returns the number of rows. */
@@ -640,8 +664,10 @@ static int csv_rows(FILE *f, const attn_lesson *L, const attn_options *o, const 
               r->work.peak_label ? r->work.peak_label : "HBM");
     else
       fprintf(f, ",,,,,,");
-    /* Notes may hold commas: quote them. */
-    fprintf(f, "%s,\"%s\"\n", dev ? dev->name : "", r->note);
+    /* Notes and lengths may hold commas: quote them. */
+    char lens[512];
+    fprintf(f, "%s,\"%s\",\"%s\"\n", dev ? dev->name : "", r->note,
+            attn_kv_lens_str(p, lens, sizeof lens));
     rows++;
   }
   return rows;

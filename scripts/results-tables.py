@@ -271,8 +271,10 @@ class Archive:
         for r in self.lessons:
             if r["lesson"] != lesson or (version is not None and r["version"] != version):
                 continue
-            if any(r[k] != v for k, v in shape.items()):
+            if any(r.get(k) != v for k, v in shape.items()):
                 continue
+            if r.get("kv_lens") and "kv_lens" not in shape:
+                continue  # a run with a length per sequence matches only when asked for
             if timed and r["ms"] is None:
                 continue
             out.append(r)

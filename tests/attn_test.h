@@ -38,7 +38,7 @@ static inline int attn_test_run(Suite *s, int nofork) {
 /** Make a dense problem in one line. */
 static inline attn_problem attn_test_problem(int batch, int heads, int kv_heads, int seq_q,
                                              int seq_kv, int dim, int causal) {
-  attn_problem p = {batch, heads, kv_heads, seq_q, seq_kv, dim, causal, 16, 0.0f};
+  attn_problem p = {batch, heads, kv_heads, seq_q, seq_kv, dim, causal, 16, 0.0f, NULL};
   return p;
 }
 

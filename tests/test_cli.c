@@ -12,9 +12,10 @@ static const attn_version kVersions[3] = {
     {.name = "three", .summary = "third", .kind = ATTN_DENSE, .dtype = ATTN_BF16},
 };
 static const attn_lesson kLesson = {
-    9, "test lesson", kVersions, 3, {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, NULL, NULL};
+    9, "test lesson", kVersions, 3, {1, 16, 0, 128, 0, 64, 0, 16, 0.0f, NULL}, kDims,
+    2, NULL,          NULL};
 static const attn_cli_spec kSpec = {
-    "lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f}, kDims, 2, 3, NULL};
+    "lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f, NULL}, kDims, 2, 3, NULL};
 
 static int parse(const char *const *args, attn_options *o, char *err) {
   char *argv[32];
@@ -27,6 +28,38 @@ static int parse(const char *const *args, attn_options *o, char *err) {
   fclose(sink);
   return rc;
 }
+
+/* --kv-lens sets the batch, the longest length and a length per sequence; bad lists say why. */
+START_TEST(kv_lens_list) {
+  attn_options o;
+  char err[256];
+  const char *a[] = {"--kv-lens", "128k,1024x3,17", NULL};
+  ck_assert_int_eq(parse(a, &o, err), ATTN_CLI_OK);
+  ck_assert_int_eq(o.problem.batch, 5);
+  ck_assert_int_eq(o.problem.seq_kv, 131072);
+  ck_assert_ptr_eq(o.problem.kv_lens, o.kv_lens);
+  ck_assert_int_eq(o.problem.kv_lens[0], 131072);
+  ck_assert_int_eq(o.problem.kv_lens[3], 1024);
+  ck_assert_int_eq(o.problem.kv_lens[4], 17);
+  const char *same[] = {"--batch", "2", "--kv-lens", "5x2", NULL};
+  ck_assert_int_eq(parse(same, &o, err), ATTN_CLI_OK);
+  const char *bad[][5] = {{"--kv-lens", "", NULL},
+                          {"--kv-lens", "12x", NULL},
+                          {"--kv-lens", "3,,4", NULL},
+                          {"--kv-lens", "0", NULL},
+                          {"--kv-lens", "-5", NULL},
+                          {"--kv-lens", "7y", NULL},
+                          {"--batch", "3", "--kv-lens", "5x2", NULL},
+                          {"--kv-seq", "9", "--kv-lens", "5", NULL}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    ck_assert_int_eq(parse(bad[i], &o, err), ATTN_CLI_ERROR);
+    ck_assert_msg(strstr(err, "kv-lens") != NULL, "case %zu: %s", i, err);
+  }
+  const char *none[] = {NULL};
+  ck_assert_int_eq(parse(none, &o, err), ATTN_CLI_OK);
+  ck_assert_ptr_null(o.problem.kv_lens);
+}
+END_TEST
 
 START_TEST(defaults_and_good_values) {
   attn_options o;
@@ -145,6 +178,7 @@ int main(void) {
   Suite *s = suite_create("cli");
   TCase *tc = tcase_create("cli");
   tcase_add_test(tc, defaults_and_good_values);
+  tcase_add_test(tc, kv_lens_list);
   tcase_add_loop_test(tc, bad_input_names_the_option, 0, N_BAD);
   tcase_add_loop_exit_test(tc, bad_input_exits_2, 2, 0, N_BAD);
   tcase_add_exit_test(tc, help_exits_0, 0);

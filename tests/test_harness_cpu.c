@@ -380,6 +380,30 @@ START_TEST(work_model_counts) {
 }
 END_TEST
 
+/* A length per sequence: pairs, bytes and causal windows follow each sequence's own length. */
+START_TEST(work_model_with_kv_lens) {
+  static const int lens[3] = {100, 7, 100};
+  attn_problem p = attn_test_problem(3, 4, 2, 2, 100, 64, 0);
+  const double dense_bytes = attn_min_bytes(&p, ATTN_BF16, 0);
+  p.kv_lens = lens;
+  ck_assert_int_eq(attn_kv_len(&p, 1), 7);
+  ck_assert_double_eq(attn_total_kv(&p), 207.0);
+  ck_assert_double_eq(attn_visible_pairs(&p), 4.0 * 2 * 207);
+  ck_assert_double_eq(dense_bytes - attn_min_bytes(&p, ATTN_BF16, 0), 2.0 * 2 * 93 * 2 * 64);
+  p.causal = 1; /* query 0 of sequence 1 sees 7 - 2 + 1 = 6 keys, query 1 sees 7 */
+  ck_assert_int_eq(attn_visible_keys_in(&p, 1, 0), 6);
+  ck_assert_int_eq(attn_visible_keys_in(&p, 0, 0), 99);
+  ck_assert_double_eq(attn_visible_pairs(&p), 4.0 * (99 + 100 + 6 + 7 + 99 + 100));
+  char buf[64];
+  ck_assert_str_eq(attn_kv_lens_str(&p, buf, sizeof buf), "100,7,100");
+  static const int runs[5] = {131072, 1024, 1024, 1024, 1};
+  p.batch = 5, p.kv_lens = runs;
+  ck_assert_str_eq(attn_kv_lens_str(&p, buf, sizeof buf), "131072,1024x3,1");
+  p.kv_lens = NULL;
+  ck_assert_str_eq(attn_kv_lens_str(&p, buf, sizeof buf), "");
+}
+END_TEST
+
 START_TEST(datasheet_table) {
   ck_assert_double_eq(attn_datasheet_bf16_flops_per_sm_clk(90), 4096.0);
   ck_assert_double_eq(attn_datasheet_fp32_flops_per_sm_clk(80), 128.0);
@@ -574,6 +598,7 @@ int main(void) {
   tcase_add_test(tc, verifier_bf16_and_infinities);
   tcase_add_test(tc, paged_cache_round_trips_and_poisons_free_slots);
   tcase_add_test(tc, work_model_counts);
+  tcase_add_test(tc, work_model_with_kv_lens);
   tcase_add_test(tc, datasheet_table);
   tcase_add_test(tc, no_device_reasons_tell_the_cases_apart);
   tcase_add_test(tc, cpu_check_passes_exact_and_catches_unwritten);

@@ -131,9 +131,9 @@ END_TEST
 /* Awkward shapes: one token, not a multiple of anything, GQA, causal with q_len != kv_len both
  * ways. */
 static const attn_problem kShapes[] = {
-    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f},    {2, 8, 2, 17, 33, 64, 1, 16, 0.0f},
-    {1, 4, 4, 40, 23, 128, 1, 16, 0.0f}, {1, 2, 2, 1, 1000, 64, 0, 16, 0.0f},
-    {3, 8, 1, 5, 77, 128, 0, 7, 0.0f},   {1, 4, 2, 64, 64, 64, 1, 32, 0.0f},
+    {1, 4, 1, 1, 1, 64, 0, 16, 0.0f, NULL},    {2, 8, 2, 17, 33, 64, 1, 16, 0.0f, NULL},
+    {1, 4, 4, 40, 23, 128, 1, 16, 0.0f, NULL}, {1, 2, 2, 1, 1000, 64, 0, 16, 0.0f, NULL},
+    {3, 8, 1, 5, 77, 128, 0, 7, 0.0f, NULL},   {1, 4, 2, 64, 64, 64, 1, 32, 0.0f, NULL},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
@@ -156,7 +156,7 @@ START_TEST(good_versions_pass_on_awkward_shapes) {
 END_TEST
 
 START_TEST(timing_produces_rates) {
-  attn_problem p = {2, 8, 8, 256, 256, 64, 0, 16, 0.0f};
+  attn_problem p = {2, 8, 8, 256, 256, 64, 0, 16, 0.0f, NULL};
   attn_options o = options(p, 0);
   attn_result r[4];
   ck_assert_int_eq(attn_run_versions(&kGoodLesson, &o, &g_dev, r, stdout), 0);
@@ -200,7 +200,7 @@ START_TEST(runner_catches_broken_versions) {
        .launch = th_attention_f32},
   };
   const attn_lesson lesson = {0, "broken", bad, 4, {0}, NULL, 0, NULL, NULL};
-  attn_problem p = {2, 4, 2, 33, 33, 64, 1, 16, 0.0f};
+  attn_problem p = {2, 4, 2, 33, 33, 64, 1, 16, 0.0f, NULL};
   attn_options o = options(p, 1);
   attn_result r[4];
   ck_assert_int_eq(attn_run_versions(&lesson, &o, &g_dev, r, stdout), 2);

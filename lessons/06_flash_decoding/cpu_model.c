@@ -52,7 +52,7 @@ long l06_cpu_split_forward(const attn_problem *p, const float *q, const float *k
         const size_t r = ((size_t)b * p->seq_q + i) * p->heads + h; /* O row */
         const float *qi = q + r * dim;
         const size_t kv0 = ((size_t)b * p->seq_kv * p->kv_heads + h / group) * dim;
-        const int n = attn_visible_keys(p, i);
+        const int n = attn_visible_keys_in(p, b, i);
         for (int c = 0; c < num_splits; ++c) {
           const long c0 = (long)c * chunk, c1 = c0 + chunk;
           const int j0 = (int)(c0 < n ? c0 : n), j1 = (int)(c1 < n ? c1 : n);

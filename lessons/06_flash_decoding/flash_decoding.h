@@ -14,6 +14,10 @@
  *  3. gqa-group: one block per (batch, KV head, chunk) for every query row of the group (query
  *     heads x tokens, 16 rows per tile), on tensor cores: K and V read once per group.
  *  4. pipeline: version 3 with several key tiles in flight per warp (a cp.async ring).
+ *  5. one-launch: version 4 whose last block per unit merges the chunks (an atomic counter): no
+ *     combine kernel.
+ *  6. varlen: version 5 over sequences of their own lengths, each cut into chunks of one common
+ *     length (l06_varlen_chunk()), so long and short sequences share the GPU evenly.
  *
  * Every launcher takes device pointers in the BSHD layouts of attn_types.h, bf16 Q, K, V and O,
  * accumulates in fp32, writes the fp32 natural-log log-sum-exp `[batch, heads, seq_q]`, enqueues
@@ -35,7 +39,7 @@ extern "C" {
 /** The most query rows per sequence the versions take (decode, speculative drafts). */
 #define L06_MAX_SEQ_Q 8
 /** Number of versions in the lesson. */
-#define L06_VERSIONS 4
+#define L06_VERSIONS 6
 
 /**
  * Version 1's launcher, for one head dimension (in its name).
@@ -73,6 +77,25 @@ typedef cudaError_t (*l06_split_fn)(const void *q, const void *k, const void *v,
                                     float *lse, float *workspace, size_t workspace_bytes,
                                     int num_splits, int batch, int heads, int kv_heads, int seq_q,
                                     int seq_kv, int causal, float scale, cudaStream_t stream);
+
+/**
+ * Version 6's launcher, for one head dimension (in its name).
+ * @param q,k,v,o,lse,batch,heads,kv_heads,seq_q,causal,scale,stream as in l06_launch_fn
+ * @param workspace       scratch of l06_varlen_workspace_bytes() bytes, zeroed before the first
+ *                        call (it holds counters that every call leaves at 0)
+ * @param workspace_bytes its size
+ * @param seq_lens        `[batch]` keys of each sequence, on the device, or NULL: all seq_kv
+ * @param seq_lens_host   the same lengths on the host (the chunk plan is made there), or NULL
+ *                        exactly when @p seq_lens is
+ * @param seq_kv          the longest length and the stride of K and V: `[batch, seq_kv, ...]`
+ * @return cudaSuccess, cudaErrorInvalidValue for a bad shape, a length outside 1..seq_kv or a
+ *         workspace too small, or the first CUDA error
+ */
+typedef cudaError_t (*l06_varlen_fn)(const void *q, const void *k, const void *v, void *o,
+                                     float *lse, float *workspace, size_t workspace_bytes,
+                                     const int *seq_lens, const int *seq_lens_host, int batch,
+                                     int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                                     float scale, cudaStream_t stream);
 
 /** @name The launchers, two head dimensions each
  *  @{ */
@@ -116,7 +139,46 @@ cudaError_t l06_pipeline_d128(const void *q, const void *k, const void *v, void 
                               float *workspace, size_t workspace_bytes, int num_splits, int batch,
                               int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                               float scale, cudaStream_t stream);
+/** Version 5, one launch, head dimension 64. Its workspace (l06_workspace_bytes()) starts with
+ * one counter per unit, which must be 0 before the first call (zero the workspace once); every
+ * call leaves them at 0. @copydetails l06_gqa_group_d64 */
+cudaError_t l06_one_launch_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                               float *workspace, size_t workspace_bytes, int num_splits, int batch,
+                               int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                               float scale, cudaStream_t stream);
+/** Version 5, head dimension 128. @copydetails l06_one_launch_d64 */
+cudaError_t l06_one_launch_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                                float *workspace, size_t workspace_bytes, int num_splits, int batch,
+                                int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                                float scale, cudaStream_t stream);
 /** @} */
+
+/** Version 6, lengths per sequence, head dimension 64. @copydetails l06_varlen_fn */
+cudaError_t l06_varlen_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                           float *workspace, size_t workspace_bytes, const int *seq_lens,
+                           const int *seq_lens_host, int batch, int heads, int kv_heads, int seq_q,
+                           int seq_kv, int causal, float scale, cudaStream_t stream);
+/** Version 6, head dimension 128. @copydetails l06_varlen_fn */
+cudaError_t l06_varlen_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                            float *workspace, size_t workspace_bytes, const int *seq_lens,
+                            const int *seq_lens_host, int batch, int heads, int kv_heads, int seq_q,
+                            int seq_kv, int causal, float scale, cudaStream_t stream);
+
+/** Version 6's chunk length on the current device: l06_varlen_chunk() with slots = SMs x its
+ * blocks per SM and units = kv_heads x row tiles of one sequence. @p lens_host may be NULL (every
+ * sequence has @p seq_kv keys). */
+int l06_varlen_chunk_for(int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                         const int *lens_host, int dim);
+
+/** Bytes of version 6's workspace for these lengths on the current device: 0 when every sequence
+ * is one chunk, else l06_counter_bytes(batch x units) and the partial states of every (chunk,
+ * unit), 16 rows of dim + 1 floats each. */
+size_t l06_varlen_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                                  const int *lens_host, int dim);
+
+/** Bytes of version 5's counters, one int per unit, rounded up to 256 so that the partial states
+ * after them stay aligned. */
+size_t l06_counter_bytes(int units);
 
 /** @name The combine alone (l06_split_kv_d64/_d128 call it after the split pass)
  *  @{ */
@@ -161,28 +223,38 @@ int l06_gqa_group_per_sm_d128(void);
 int l06_pipeline_per_sm_d64(void);
 /** Version 4's kernel, head dimension 128. */
 int l06_pipeline_per_sm_d128(void);
+/** Version 5's kernel, head dimension 64. */
+int l06_one_launch_per_sm_d64(void);
+/** Version 5's kernel, head dimension 128. */
+int l06_one_launch_per_sm_d128(void);
+/** Version 6's kernel, head dimension 64. */
+int l06_varlen_per_sm_d64(void);
+/** Version 6's kernel, head dimension 128. */
+int l06_varlen_per_sm_d128(void);
 /** @} */
 
 /** The units of version @p version: its blocks without a split. Version 2: batch * heads * seq_q
- * rows; versions 3 and 4: batch * kv_heads * row tiles, ceil(heads / kv_heads * seq_q / 16) row
+ * rows; versions 3 to 6: batch * kv_heads * row tiles, ceil(heads / kv_heads * seq_q / 16) row
  * tiles per group. 0 for version 1 or a bad shape; INT_MAX when the product overflows. */
 int l06_units(int version, int batch, int heads, int kv_heads, int seq_q);
 
-/** The chunks version @p version (2..L06_VERSIONS) cuts the keys into for this shape on the
+/** The chunks version @p version (2..5) cuts the keys into for this shape on the
  * current device: l06_num_splits() with slots = SMs x the kernel's blocks per SM and
  * l06_units(); 1 for version 1, without a device, or for a bad shape. */
 int l06_splits_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
 
 /**
  * Scratch bytes version @p version needs for this shape on the current device: 0 for version 1,
- * l06_split_workspace_bytes(l06_splits_for(...), rows, dim) for the others; 0 for versions 3 and
- * 4 when that is one chunk (they then write O directly).
+ * l06_split_workspace_bytes(l06_splits_for(...), rows, dim) for the others, plus
+ * l06_counter_bytes(units) for version 5; 0 for versions 3 to 5 when that is one chunk (they then
+ * write O directly).
  */
 size_t l06_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                            int dim);
 
 /**
- * Any version by number, for callers without the harness's structs (Python's ctypes, bench/).
+ * Any version by number, for callers without the harness's structs (Python's ctypes, bench/);
+ * version 6 runs with every sequence of seq_kv keys.
  * @param version  1..L06_VERSIONS
  * @param dim      head dimension, 64 or 128
  * @param workspace,workspace_bytes scratch of l06_workspace_bytes() bytes; ignored by version 1

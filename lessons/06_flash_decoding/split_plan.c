@@ -21,6 +21,47 @@ int l06_chunk_len(int seq_kv, int num_splits) {
   return (int)((len + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN * L06_CHUNK_ALIGN);
 }
 
+int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv) {
+  if (chunk < 1) chunk = 1;
+  long long n = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int len = lens ? lens[b] : seq_kv;
+    n += len > chunk ? (len + chunk - 1) / chunk : 1;
+  }
+  return n > 0x7fffffff ? 0x7fffffff : (int)n;
+}
+
+int l06_varlen_chunk(int slots, int units, const int *lens, int batch, int seq_kv) {
+  long long total = 0;
+  int longest = 1;
+  for (int b = 0; b < batch; ++b) {
+    const int len = lens ? lens[b] : seq_kv;
+    total += len;
+    if (len > longest) longest = len;
+  }
+  const long long one = ((long long)longest + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN;
+  if (slots < 1 || units < 1 || batch < 1) return (int)(one * L06_CHUNK_ALIGN);
+  if ((long long)units * batch > slots) { /* more sequences than a wave: balance the blocks */
+    long long c = (total * units + slots - 1) / slots;
+    if (c < L06_MIN_CHUNK) c = L06_MIN_CHUNK;
+    c = (c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN;
+    return (int)((c < one ? c : one) * L06_CHUNK_ALIGN);
+  }
+  /* One wave: the shortest chunk that keeps units x chunks within the slots (chunks only shrink
+   * as the chunk grows; at `one` every sequence is one chunk and the wave holds them). */
+  long long lo = L06_MIN_CHUNK / L06_CHUNK_ALIGN, hi = one;
+  if (lo > hi) lo = hi;
+  while (lo < hi) {
+    const long long mid = (lo + hi) / 2;
+    if ((long long)units * l06_varlen_chunks((int)(mid * L06_CHUNK_ALIGN), lens, batch, seq_kv) <=
+        slots)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return (int)(lo * L06_CHUNK_ALIGN);
+}
+
 void l06_merge(float *lse, float *o, float lse_b, const float *o_b, int dim) {
   const float mx = fmaxf(*lse, lse_b);
   if (mx == -INFINITY) return; /* both empty: stays (-inf, O) */

@@ -71,6 +71,27 @@ void l06_merge(float *lse, float *o, float lse_b, const float *o_b, int dim);
  */
 void l06_combine(const float *lse, const float *o, int n, int dim, float *lse_out, float *o_out);
 
+/**
+ * Chunks of @p chunk keys over a batch of sequences of their own lengths: the sum of
+ * ceil(len_b / chunk), every sequence at least one.
+ * @param lens   `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv
+ */
+int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv);
+
+/**
+ * The chunk length for sequences of different lengths (version 6), a multiple of
+ * L06_CHUNK_ALIGN: every sequence is cut into chunks of this many keys, so a long sequence gets
+ * chunks in proportion to its length and a short one a single chunk.
+ * - When one wave can hold a chunk of every sequence (@p units x batch <= @p slots): the shortest
+ *   chunk, at least L06_MIN_CHUNK, with @p units x l06_varlen_chunks() <= @p slots.
+ * - Otherwise (more sequences than one wave holds): the blocks' average share of the keys,
+ *   total x units / slots, at least L06_MIN_CHUNK, so that no block is much longer than the rest.
+ * Never longer than the longest sequence rounded up (one chunk each), which is also the answer
+ * for arguments below 1.
+ * @param lens `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv
+ */
+int l06_varlen_chunk(int slots, int units, const int *lens, int batch, int seq_kv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,12 +41,14 @@ static int (*const kPerSm[L06_VERSIONS - 1][2])(void) = {
     {l06_split_kv_per_sm_d64, l06_split_kv_per_sm_d128},
     {l06_gqa_group_per_sm_d64, l06_gqa_group_per_sm_d128},
     {l06_pipeline_per_sm_d64, l06_pipeline_per_sm_d128},
+    {l06_one_launch_per_sm_d64, l06_one_launch_per_sm_d128},
+    {l06_varlen_per_sm_d64, l06_varlen_per_sm_d128},
 };
 
 int l06_splits_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                    int dim) {
   const int units = l06_units(version, batch, heads, kv_heads, seq_q);
-  if (units < 1 || (dim != 64 && dim != 128)) return 1;
+  if (units < 1 || version > 5 || (dim != 64 && dim != 128)) return 1;
   const long long slots = (long long)l06_sm_count() * kPerSm[version - 2][dim == 128]();
   return l06_num_splits(slots > INT_MAX ? INT_MAX : (int)slots, units, seq_kv, L06_MAX_SPLITS);
 }
@@ -55,21 +57,49 @@ size_t l06_split_workspace_bytes(int num_splits, size_t rows, int dim) {
   return (size_t)num_splits * rows * ((size_t)dim + 1) * sizeof(float);
 }
 
+int l06_varlen_chunk_for(int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                         const int *lens_host, int dim) {
+  const int units = l06_units(6, 1, heads, kv_heads, seq_q); /* of one sequence */
+  const long long slots = (long long)l06_sm_count() * kPerSm[6 - 2][dim == 128]();
+  return l06_varlen_chunk(slots > INT_MAX ? INT_MAX : (int)slots, units, lens_host, batch, seq_kv);
+}
+
+size_t l06_varlen_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                                  const int *lens_host, int dim) {
+  const int units = l06_units(6, 1, heads, kv_heads, seq_q);
+  if (units < 1 || batch < 1 || (dim != 64 && dim != 128)) return 0;
+  const int chunk = l06_varlen_chunk_for(batch, heads, kv_heads, seq_q, seq_kv, lens_host, dim);
+  const int chunks = l06_varlen_chunks(chunk, lens_host, batch, seq_kv);
+  if (chunks == batch) return 0; /* every sequence one chunk: O written directly */
+  return l06_counter_bytes((int)((long long)batch * units)) +
+         (size_t)chunks * units * 16 * ((size_t)dim + 1) * sizeof(float);
+}
+
 size_t l06_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                            int dim) {
   if (version < 2 || version > L06_VERSIONS || batch < 1 || heads < 1 || seq_q < 1) return 0;
+  if (version == 6)
+    return l06_varlen_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, NULL, dim);
   const int splits = l06_splits_for(version, batch, heads, kv_heads, seq_q, seq_kv, dim);
   if (version > 2 && splits == 1) return 0; /* one chunk writes O directly */
-  return l06_split_workspace_bytes(splits, (size_t)batch * heads * seq_q, dim);
+  const size_t counters =
+      version == 5 ? l06_counter_bytes(l06_units(version, batch, heads, kv_heads, seq_q)) : 0;
+  return counters + l06_split_workspace_bytes(splits, (size_t)batch * heads * seq_q, dim);
+}
+
+size_t l06_counter_bytes(int units) {
+  return units < 1 ? 0 : ((size_t)units * sizeof(int) + 255) / 256 * 256;
 }
 
 /* [dim 64, dim 128] */
 static const l06_launch_fn kOneBlock[2] = {l06_one_block_d64, l06_one_block_d128};
+static const l06_varlen_fn kVarlen[2] = {l06_varlen_d64, l06_varlen_d128};
 /* [version - 2][dim 64, dim 128]: the versions with a workspace and a split count */
 static const l06_split_fn kSplit[L06_VERSIONS - 1][2] = {
     {l06_split_kv_d64, l06_split_kv_d128},
     {l06_gqa_group_d64, l06_gqa_group_d128},
     {l06_pipeline_d64, l06_pipeline_d128},
+    {l06_one_launch_d64, l06_one_launch_d128},
 };
 
 cudaError_t l06_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -79,6 +109,9 @@ cudaError_t l06_forward(int version, int dim, const void *q, const void *k, cons
   if (version < 1 || version > L06_VERSIONS || (dim != 64 && dim != 128))
     return cudaErrorInvalidValue;
   if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
+  if (version == 6)
+    return kVarlen[dim == 128](q, k, v, o, lse, (float *)workspace, workspace_bytes, NULL, NULL,
+                               batch, heads, kv_heads, seq_q, seq_kv, causal, scale, stream);
   if (version == 1)
     return kOneBlock[dim == 128](q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, causal,
                                  scale, stream);
@@ -89,6 +122,10 @@ cudaError_t l06_forward(int version, int dim, const void *q, const void *k, cons
 
 /* One launcher for both versions: the harness hands it its number (attn_args::version). */
 static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  if (a->version == 6) /* the lengths: on the device for the kernel, on the host for the plan */
+    return kVarlen[p->dim == 128](a->q, a->k, a->v, a->o, a->lse, a->workspace, a->workspace_bytes,
+                                  p->kv_lens ? a->seq_lens : NULL, p->kv_lens, p->batch, p->heads,
+                                  p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
   return l06_forward(a->version, p->dim, a->q, a->k, a->v, a->o, a->lse, a->workspace,
                      a->workspace_bytes, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
                      p->causal, attn_scale(p), s);
@@ -109,6 +146,19 @@ static size_t split_workspace(const attn_problem *p) {
 
 static size_t group_workspace(const attn_problem *p) {
   return l06_workspace_bytes(3, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
+}
+
+static size_t pipeline_workspace(const attn_problem *p) {
+  return l06_workspace_bytes(4, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
+}
+
+static size_t varlen_workspace(const attn_problem *p) {
+  return l06_varlen_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
+                                    p->kv_lens, p->dim);
+}
+
+static size_t one_launch_workspace(const attn_problem *p) {
+  return l06_workspace_bytes(5, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
 }
 
 /* The versions, named once: l06_version_name() and the tests read this table. */
@@ -147,7 +197,26 @@ static const attn_version kVersions[L06_VERSIONS] = {
      .writes_lse = 1,
      .supports = supports,
      .launch = run,
-     .workspace = group_workspace},
+     .workspace = pipeline_workspace},
+    {.name = "one-launch",
+     .summary = "version 4 whose last block per unit merges the chunks: no combine kernel",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run,
+     .workspace = one_launch_workspace},
+    {.name = "varlen",
+     .summary = "version 5 over sequences of their own lengths (--kv-lens), chunks by length",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .supports = supports,
+     .launch = run,
+     .workspace = varlen_workspace},
 };
 
 const char *l06_version_name(int version) {
@@ -168,26 +237,27 @@ static int cpu_part(const attn_options *o) {
       "HBM3e = %.0f flop/byte:\n  decode sits %.0fx below it, memory-bound\n",
       flops_per_key, bytes_per_key, flops_per_key / bytes_per_key, H200_BF16_DENSE_TFLOPS,
       H200_HBM_TBS, ridge, ridge / (flops_per_key / bytes_per_key));
+  /* K and V once per (sequence, KV head): with --kv-lens, the keys each sequence holds. */
   const double kv_head_bytes = 2.0 * p->seq_kv * p->dim * 2.0;
-  const double floor_bytes = kv_head_bytes * p->batch * p->kv_heads;
+  const double floor_bytes = 2.0 * attn_total_kv(p) * p->dim * 2.0 * p->kv_heads;
   printf(
-      "byte floor: K + V once per (batch, KV head): %.2f MB each, %.1f MB in all: %.1f us at "
-      "%.1f TB/s\n",
-      kv_head_bytes / 1e6, floor_bytes / 1e6, floor_bytes / (H200_HBM_TBS * 1e12) * 1e6,
-      H200_HBM_TBS);
+      "byte floor: K + V once per (sequence, KV head): %.2f MB each%s, %.1f MB in all: %.1f us "
+      "at %.1f TB/s\n",
+      kv_head_bytes / 1e6, p->kv_lens ? " for the longest" : "", floor_bytes / 1e6,
+      floor_bytes / (H200_HBM_TBS * 1e12) * 1e6, H200_HBM_TBS);
 
   const int sms = o->cpu_only ? 0 : l06_sm_count();
   const int rows = l06_units(2, p->batch, p->heads, p->kv_heads, p->seq_q);
   const int groups = l06_units(3, p->batch, p->heads, p->kv_heads, p->seq_q);
   printf(
       "split plan: splits = floor(SMs x blocks per SM / units), units = %d rows (version 2) or "
-      "%d\n  group tiles (versions 3-4), at most seq_kv / %d and %d",
+      "%d\n  group tiles (versions 3-5), at most seq_kv / %d and %d",
       rows, groups, L06_MIN_CHUNK, L06_MAX_SPLITS);
   if (sms < 1) {
     printf("; no GPU here to count SMs and blocks\n");
   } else {
     printf("; on this GPU (%d SMs):\n", sms);
-    for (int v = 2; v <= L06_VERSIONS; ++v) {
+    for (int v = 2; v <= 5; ++v) {
       const int n = l06_splits_for(v, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
       const int units = l06_units(v, p->batch, p->heads, p->kv_heads, p->seq_q);
       printf(
@@ -198,6 +268,17 @@ static int cpu_part(const attn_options *o) {
           l06_workspace_bytes(v, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim) /
               1e6);
     }
+    const int chunk = l06_varlen_chunk_for(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
+                                           p->kv_lens, p->dim);
+    const int chunks = l06_varlen_chunks(chunk, p->kv_lens, p->batch, p->seq_kv);
+    printf(
+        "  version 6: %d blocks per SM, chunks of %d keys by length: %d in the batch x %d units "
+        "= %lld blocks, workspace %.2f MB\n",
+        kPerSm[6 - 2][p->dim == 128](), chunk, chunks, groups / p->batch,
+        (long long)chunks * (groups / p->batch),
+        l06_varlen_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->kv_lens,
+                                   p->dim) /
+            1e6);
   }
 
   /* The CPU model of version 2 on a small awkward problem with this head dimension: causal with
@@ -237,9 +318,15 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   printf("\nagainst one-block (%d SMs):", dev->sm_count);
   for (int v = 1; v < n; ++v) {
     if (!r[v].timed || r[v].timing.median_ms <= 0.0) continue;
-    printf("  %s %.2fx (%d chunks)", r[v].version->name,
-           r[0].timing.median_ms / r[v].timing.median_ms,
-           l06_splits_for(v + 1, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim));
+    const int chunks =
+        v + 1 == 6
+            ? l06_varlen_chunks(l06_varlen_chunk_for(p->batch, p->heads, p->kv_heads, p->seq_q,
+                                                     p->seq_kv, p->kv_lens, p->dim),
+                                p->kv_lens, p->batch, p->seq_kv)
+            : l06_splits_for(v + 1, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
+    printf("  %s %.2fx (%d chunks%s)", r[v].version->name,
+           r[0].timing.median_ms / r[v].timing.median_ms, chunks,
+           v + 1 == 6 ? " in the batch" : "");
   }
   printf("\n");
   return 0;

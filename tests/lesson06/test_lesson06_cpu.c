@@ -86,6 +86,30 @@ START_TEST(split_plan_of_the_lesson_shapes) {
 }
 END_TEST
 
+/* Version 6's chunk length: the one-wave rule on equal lengths, the balance rule when the
+ * sequences outnumber a wave, and chunks in proportion to each length. */
+START_TEST(varlen_chunk_plan) {
+  /* equal lengths, 8 units, 132 slots: 16 chunks of 2048, as version 5 */
+  ck_assert_int_eq(l06_varlen_chunk(132, 8, NULL, 1, 32768), 2048);
+  ck_assert_int_eq(l06_varlen_chunks(2048, NULL, 1, 32768), 16);
+  /* one long and 31 short: 256 > 132 slots, so the average share, 162816 x 8 / 132 rounded up */
+  int lens[32];
+  lens[0] = 131072;
+  for (int b = 1; b < 32; ++b) lens[b] = 1024;
+  const int c = l06_varlen_chunk(132, 8, lens, 32, 131072);
+  ck_assert_int_eq(c, 9920);
+  ck_assert_int_eq(l06_varlen_chunks(c, lens, 32, 131072), 14 + 31);
+  /* a few sequences that fit one wave: the shortest chunk that does, never under 256 keys */
+  const int few[3] = {20000, 300, 5};
+  const int c3 = l06_varlen_chunk(132, 8, few, 3, 20000);
+  ck_assert_int_ge(c3, L06_MIN_CHUNK);
+  ck_assert_int_le(8 * l06_varlen_chunks(c3, few, 3, 20000), 132);
+  ck_assert_int_gt(8 * l06_varlen_chunks(c3 - L06_CHUNK_ALIGN, few, 3, 20000), 132);
+  /* nonsense in: one chunk per sequence */
+  ck_assert_int_eq(l06_varlen_chunk(0, 8, few, 3, 20000), 20032);
+}
+END_TEST
+
 START_TEST(flat_entry_point_rejects_bad_arguments) {
   ck_assert_int_eq(
       l06_forward(0, 64, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1, 1, 1, 1, 1, 0, 0.f, 0),
@@ -145,6 +169,7 @@ int main(void) {
   tcase_add_test(tc, rows_without_keys_are_zero_not_nan);
   tcase_add_test(tc, split_plan_of_the_lesson_shapes);
   tcase_add_test(tc, flat_entry_point_rejects_bad_arguments);
+  tcase_add_test(tc, varlen_chunk_plan);
   tcase_add_test(tc, version_table_is_consistent);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);

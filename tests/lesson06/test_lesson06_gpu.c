@@ -1,7 +1,7 @@
 /* Lesson 06, GPU: every version through the harness (outputs poisoned, O and the log-sum-exp
  * checked against the reference) on awkward shapes: one key, lengths that are multiples of
  * nothing, GQA 8:1 and MQA, causal with 2 to 8 query rows, rows that see no key, 131072 keys,
- * groups of 9, 32 and 256 rows (one, two and sixteen row tiles of versions 3-4). Then versions 2-4
+ * groups of 9, 32 and 256 rows (one, two and sixteen row tiles of versions 3-4). Then versions 2-5
  * with forced chunk counts against version 1, so empty chunks are exercised whatever the SM
  * count. Exits 77 (skipped) without a GPU. */
 #include <math.h>
@@ -58,7 +58,49 @@ START_TEST(every_version_passes_awkward_shapes) {
 }
 END_TEST
 
-/* Versions 2-4 with 1, 3, 16 and 128 chunks (most of them empty for 300 keys) agree with version 1:
+/* Lengths per sequence: version 6 runs and passes (keys past each length are NaN in memory: a
+ * kernel that reads one fails), every other version is skipped with the reason. */
+static const int kLens0[] = {1, 17, 300, 4099}; /* one key, awkward ones */
+static const int kLens1[] = {131072, 1024, 1024, 1024, 1024, 1024, 1024, 1024,
+                             1024,   1024, 1024, 1024, 1024, 1024, 1024, 1024}; /* one long */
+static const int kLens2[] = {5, 2, 9, 64, 65, 3}; /* causal rows with none */
+static const struct {
+  const int *lens;
+  int batch, heads, kv_heads, seq_q, dim, causal;
+} kVarlen[] = {
+    {kLens0, 4, 8, 2, 1, 128, 0},
+    {kLens0, 4, 8, 1, 4, 64, 1},
+    {kLens1, 16, 32, 8, 1, 128, 0},
+    {kLens2, 6, 4, 2, 8, 128, 1},
+};
+enum { N_VARLEN = sizeof kVarlen / sizeof kVarlen[0] };
+
+START_TEST(varlen_passes_and_others_skip) {
+  attn_options o;
+  memset(&o, 0, sizeof o);
+  int longest = 0;
+  for (int b = 0; b < kVarlen[_i].batch; ++b)
+    longest = kVarlen[_i].lens[b] > longest ? kVarlen[_i].lens[b] : longest;
+  o.problem = attn_test_problem(kVarlen[_i].batch, kVarlen[_i].heads, kVarlen[_i].kv_heads,
+                                kVarlen[_i].seq_q, longest, kVarlen[_i].dim, kVarlen[_i].causal);
+  o.problem.kv_lens = kVarlen[_i].lens;
+  o.seed = 40 + (uint64_t)_i;
+  o.iters = 2; /* the second call runs on the counters the first left behind */
+  o.warmup = 1;
+  attn_result r[L06_VERSIONS];
+  ck_assert_int_eq(attn_run_versions(&l06_lesson, &o, &g_dev, r, stdout), 0);
+  if (attn_device_sm(&g_dev) < 80) return;
+  for (int v = 0; v < L06_VERSIONS - 1; ++v)
+    ck_assert_msg(r[v].status == ATTN_SKIPPED, "%s ran with lengths", r[v].version->name);
+  const attn_result *x = &r[L06_VERSIONS - 1];
+  ck_assert_msg(x->status == ATTN_PASS, "%s: %s", x->version->name, x->note);
+  ck_assert_uint_gt(x->verdict.compared, 0);
+  ck_assert_uint_eq(x->verdict.unwritten, 0);
+  ck_assert_uint_eq(x->verdict.nonfinite, 0);
+}
+END_TEST
+
+/* Versions 2-5 with 1, 3, 16 and 128 chunks (most of them empty for 300 keys) agree with version 1:
  * the same bf16 O within two bf16 steps (plus 1e-3), the same log-sum-exp, and no NaN anywhere. */
 START_TEST(forced_splits_match_one_block) {
   if (attn_device_sm(&g_dev) < 80) return;
@@ -73,7 +115,8 @@ START_TEST(forced_splits_match_one_block) {
   for (size_t e = 0; e < nkv; ++e) hkv[e] = attn_f32_to_bf16(cosf(0.3f * (float)e));
   void *dq, *dkv, *d_o;
   float *dlse, *ws;
-  const size_t ws_bytes = l06_split_workspace_bytes(L06_MAX_SPLITS, rows, dim);
+  const size_t ws_bytes =
+      l06_counter_bytes(64) + l06_split_workspace_bytes(L06_MAX_SPLITS, rows, dim);
   ATTN_CHECK(cudaMalloc(&dq, 2 * nq));
   ATTN_CHECK(cudaMalloc(&dkv, 2 * nkv));
   ATTN_CHECK(cudaMalloc(&d_o, 2 * nq));
@@ -88,8 +131,11 @@ START_TEST(forced_splits_match_one_block) {
     ATTN_CHECK(cudaMemcpy(o1, d_o, 2 * nq, cudaMemcpyDeviceToHost));
     ATTN_CHECK(cudaMemcpy(l1, dlse, sizeof(float) * rows, cudaMemcpyDeviceToHost));
     const int splits[4] = {1, 3, 16, L06_MAX_SPLITS};
-    const l06_split_fn fns[3] = {l06_split_kv_d64, l06_gqa_group_d64, l06_pipeline_d64};
-    for (int t = 0; t < 12; ++t) {
+    const l06_split_fn fns[4] = {l06_split_kv_d64, l06_gqa_group_d64, l06_pipeline_d64,
+                                 l06_one_launch_d64};
+    for (int t = 0; t < 16; ++t) {
+      /* version 5's counters start at 0; the versions before it wrote partial states there */
+      if (t == 12) ATTN_CHECK(cudaMemset(ws, 0, ws_bytes));
       ATTN_CHECK(cudaMemset(d_o, 0xff, 2 * nq)); /* NaN in bf16: every element must be written */
       ATTN_CHECK(cudaMemset(dlse, 0xff, sizeof(float) * rows));
       ck_assert_int_eq(fns[t / 4](dq, dkv, dkv, d_o, dlse, ws, ws_bytes, splits[t % 4], batch,
@@ -138,6 +184,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, every_version_passes_awkward_shapes, 0, N_SHAPES);
   tcase_add_test(tc, forced_splits_match_one_block);
+  tcase_add_loop_test(tc, varlen_passes_and_others_skip, 0, N_VARLEN);
   tcase_add_test(tc, flat_entry_point_refuses_bad_shapes);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 1);
