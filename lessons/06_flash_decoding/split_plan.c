@@ -42,12 +42,7 @@ int l06_varlen_chunk(int slots, int units, const int *lens, int batch, int seq_k
   const long long one = ((long long)longest + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN;
   if (slots < 1 || units < 1 || batch < 1) return (int)(one * L06_CHUNK_ALIGN);
   if ((long long)units * batch > slots) { /* more sequences than a wave: balance the blocks */
-    /* A slot's average share of the keys. No sequence longer than it: one chunk each, and the
-     * waves even out. Else a quarter of it: no block is long against the whole run, so the
-     * blocks that start last (in any order) end close to the others. */
-    const long long share = (total * units + slots - 1) / slots;
-    if (longest <= share) return (int)(one * L06_CHUNK_ALIGN);
-    long long c = (share + 3) / 4;
+    long long c = (total * units + slots - 1) / slots;
     if (c < L06_MIN_CHUNK) c = L06_MIN_CHUNK;
     c = (c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN;
     return (int)((c < one ? c : one) * L06_CHUNK_ALIGN);

@@ -84,10 +84,8 @@ int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv);
  * chunks in proportion to its length and a short one a single chunk.
  * - When one wave can hold a chunk of every sequence (@p units x batch <= @p slots): the shortest
  *   chunk, at least L06_MIN_CHUNK, with @p units x l06_varlen_chunks() <= @p slots.
- * - Otherwise (more sequences than one wave holds), with share = total x units / slots, a
- *   slot's average share of the keys: one chunk per sequence when no sequence is longer than
- *   the share; else a quarter of the share, at least L06_MIN_CHUNK, so that no block is long
- *   against the whole run and the last blocks to start end close to the rest.
+ * - Otherwise (more sequences than one wave holds): the blocks' average share of the keys,
+ *   total x units / slots, at least L06_MIN_CHUNK, so that no block is much longer than the rest.
  * Never longer than the longest sequence rounded up (one chunk each), which is also the answer
  * for arguments below 1.
  * @param lens `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv

@@ -30,7 +30,12 @@
  * share, 9920 keys: 112 blocks of about 9920 keys and 248 of 1024. Expect within 10% of version 6
  * on 32 equal sequences of the same total (5088 keys each), about 4 TB/s.
  *
- * Measured: not yet measured on a GPU.
+ * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06b-2026-11-23), 32 heads, 8 KV heads, dim
+ * 128: on equal lengths within 2% of version 5 (39.4 against 38.7 us at the default shape). The
+ * mixed batch (131072 + 31 x 1024 keys) runs 186 us, 3.59 TB/s; the same keys in 32 sequences of
+ * 5088 run 4.24 TB/s: 85%, short of the 90% predicted. The chunk of 9920 keys is a slot's whole
+ * average share, so the 112 long blocks that start in the first and second waves end well after
+ * the short ones; a finer cut of the long sequence is the next step.
  *
  * Run: `./run 6 --kv-lens 128k,1024x31` and `./run 6 --batch 32 --kv-seq 5088` (the same bytes in
  * equal lengths); `--kv-lens` takes any list (`N`, `Nk`, `NxCOUNT`).
@@ -116,15 +121,15 @@ static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, i
  * (normalised O, lse) goes to its slot of the workspace and the last block of the (sequence, unit)
  * to finish merges them. */
 static __global__ void __launch_bounds__(L06_THREADS, 2)
-    FD_KERNEL(const attn_bf16 *__restrict__ q,  // [batch, seq_q, heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ k,  // [batch, seq_kv, kv_heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ v,  // [batch, seq_kv, kv_heads, HEAD_DIM]
-              attn_bf16 *__restrict__ o,        // [batch, seq_q, heads, HEAD_DIM]
-              float *__restrict__ lse,          // [batch, heads, seq_q]
-              float *__restrict__ part_o,       // [chunks, units, 16, HEAD_DIM]
-              float *__restrict__ part_lse,     // [chunks, units, 16]
-              int *__restrict__ count,          // [batch, units], 0 between calls
-              const int *__restrict__ seq_lens, // [batch], or NULL: every sequence has seq_kv
+    FD_KERNEL(const attn_bf16 *__restrict__ q,   // [batch, seq_q, heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ k,   // [batch, seq_kv, kv_heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ v,   // [batch, seq_kv, kv_heads, HEAD_DIM]
+              attn_bf16 *__restrict__ o,         // [batch, seq_q, heads, HEAD_DIM]
+              float *__restrict__ lse,           // [batch, heads, seq_q]
+              float *__restrict__ part_o,        // [chunks, units, 16, HEAD_DIM]
+              float *__restrict__ part_lse,      // [chunks, units, 16]
+              int *__restrict__ count,           // [batch, units], 0 between calls
+              const int *__restrict__ seq_lens,  // [batch], or NULL: every sequence has seq_kv
               int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
               float scale_log2, int n_rt, int chunk) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -426,17 +431,16 @@ extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k, const void *v, vo
   const int n_rt = attn_cdiv(heads / kv_heads * seq_q, 16);
   const long long units = (long long)kv_heads * n_rt;
   if (units > 65535) return cudaErrorInvalidConfiguration;
-  const int chunk = l06_varlen_chunk_for(batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host,
-                                         HEAD_DIM);
+  const int chunk =
+      l06_varlen_chunk_for(batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
   const int chunks = l06_varlen_chunks(chunk, seq_lens_host, batch, seq_kv);
-  const size_t need = l06_varlen_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv,
-                                                 seq_lens_host, HEAD_DIM);
+  const size_t need =
+      l06_varlen_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
   /* The workspace: the counters first, [batch, units], then the partial states. */
   int *count = (int *)workspace;
-  float *part_o = workspace ? (float *)((char *)workspace +
-                                        l06_counter_bytes((int)(batch * units)))
-                            : NULL;
+  float *part_o =
+      workspace ? (float *)((char *)workspace + l06_counter_bytes((int)(batch * units))) : NULL;
   float *part_lse = part_o ? part_o + (size_t)chunks * units * 16 * HEAD_DIM : NULL;
   ATTN_TRY(
       cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));

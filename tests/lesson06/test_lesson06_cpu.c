@@ -92,16 +92,13 @@ START_TEST(varlen_chunk_plan) {
   /* equal lengths, 8 units, 132 slots: 16 chunks of 2048, as version 5 */
   ck_assert_int_eq(l06_varlen_chunk(132, 8, NULL, 1, 32768), 2048);
   ck_assert_int_eq(l06_varlen_chunks(2048, NULL, 1, 32768), 16);
-  /* 32 equal sequences of 5088: 256 units > 132 slots, none longer than the share: one chunk each */
-  ck_assert_int_eq(l06_varlen_chunk(132, 8, NULL, 32, 5088), 5120);
-  /* one long and 31 short: the long one passes the share, 162816 x 8 / 132 = 9868 keys, so a
-   * quarter of it, rounded up to 64 */
+  /* one long and 31 short: 256 > 132 slots, so the average share, 162816 x 8 / 132 rounded up */
   int lens[32];
   lens[0] = 131072;
   for (int b = 1; b < 32; ++b) lens[b] = 1024;
   const int c = l06_varlen_chunk(132, 8, lens, 32, 131072);
-  ck_assert_int_eq(c, 2496);
-  ck_assert_int_eq(l06_varlen_chunks(c, lens, 32, 131072), 53 + 31);
+  ck_assert_int_eq(c, 9920);
+  ck_assert_int_eq(l06_varlen_chunks(c, lens, 32, 131072), 14 + 31);
   /* a few sequences that fit one wave: the shortest chunk that does, never under 256 keys */
   const int few[3] = {20000, 300, 5};
   const int c3 = l06_varlen_chunk(132, 8, few, 3, 20000);
