@@ -74,7 +74,11 @@ void l06_combine(const float *lse, const float *o, int n, int dim, float *lse_ou
 /**
  * Chunks of @p chunk keys over a batch of sequences of their own lengths: the sum of
  * ceil(len_b / chunk), every sequence at least one.
+ * @param chunk  keys per chunk (below 1: taken as 1)
  * @param lens   `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv
+ * @param batch  sequences
+ * @param seq_kv the length of every sequence when @p lens is NULL
+ * @return the chunks of the whole batch
  */
 int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv);
 
@@ -88,7 +92,12 @@ int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv);
  *   total x units / slots, at least L06_MIN_CHUNK, so that no block is much longer than the rest.
  * Never longer than the longest sequence rounded up (one chunk each), which is also the answer
  * for arguments below 1.
- * @param lens `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv
+ * @param slots  blocks the GPU runs at once (SMs x the kernel's blocks per SM)
+ * @param units  blocks of one sequence without a split (kv_heads x row tiles)
+ * @param lens   `[batch]` keys of each sequence, or NULL: every sequence has @p seq_kv
+ * @param batch  sequences
+ * @param seq_kv the length of every sequence when @p lens is NULL
+ * @return the chunk length in keys
  */
 int l06_varlen_chunk(int slots, int units, const int *lens, int batch, int seq_kv);
 
