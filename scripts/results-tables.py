@@ -18,9 +18,10 @@ A region is every line between two markers in README.md or lessons/*/README.md:
     ...generated...
     <!-- /results:NAME -->
 
-NAME picks the function that writes it (RENDERERS below). Each region opens with a line naming the
-folder, device and date it comes from. Standard library only: CI runs --check (ctest
-results-tables-in-sync).
+NAME picks the function that writes it (RENDERERS below). The opening marker may name a folder of
+docs/results/ after NAME (`<!-- results:NAME FOLDER -->`); that region then reads that folder.
+Each region opens with a line naming the folder, device and date it comes from. Standard library
+only: CI runs --check (ctest results-tables-in-sync).
 """
 import argparse
 import csv
@@ -1676,6 +1677,182 @@ def r_versions(a, ctx):
                       table(head + ["measured (default shape)"], out)])
 
 
+# ---- Lesson 06 ------------------------------------------------------------------------------------
+
+L06_DEFAULT = att(1, 32, 1, 128, kvh=8, skv=32768)
+L06_NAMES = {1: "one-block", 2: "split-kv", 3: "gqa-group", 4: "pipeline", 5: "one-launch",
+             6: "varlen"}
+# (label, shape) of the other rows of lessons/06_flash_decoding/gpu-runs.txt
+L06_SHAPES = [("kv 8192", att(1, 32, 1, 128, kvh=8, skv=8192)),
+              ("kv 131072", att(1, 32, 1, 128, kvh=8, skv=131072)),
+              ("32 KV heads, kv 8192", att(1, 32, 1, 128, kvh=32, skv=8192)),
+              ("32 KV heads", att(1, 32, 1, 128, kvh=32, skv=32768)),
+              ("1 KV head (MQA)", att(1, 32, 1, 128, kvh=1, skv=32768)),
+              ("batch 8", att(8, 32, 1, 128, kvh=8, skv=32768)),
+              ("batch 32, kv 8192", att(32, 32, 1, 128, kvh=8, skv=8192)),
+              ("dim 64", att(1, 32, 1, 64, kvh=8, skv=32768)),
+              ("4 query rows, causal", att(1, 32, 4, 128, c=1, kvh=8, skv=32768))]
+L06_MIXED = "131072,1024x31"
+L06_EQUAL = att(32, 32, 1, 128, kvh=8, skv=5088)
+
+
+def tbs(r):
+    return r["gbs"] / 1000.0 if r and r["gbs"] is not None else None
+
+
+def us(r):
+    return r["ms"] * 1000.0 if r and r["ms"] is not None else None
+
+
+def l06_missing(a):
+    return a.one(6, 1, **L06_DEFAULT) is None
+
+
+def r_l06_default(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l06_missing(a):
+        return src + "\n\nThe lesson's table: " + NO_RUN + "."
+    v1 = a.one(6, 1, **L06_DEFAULT)
+    rows = []
+    for v in range(1, 7):
+        r = a.one(6, v, **L06_DEFAULT)
+        t = us(r)
+        rows.append([v, f"`{L06_NAMES[v]}`", "-" if t is None else
+                     (f"{t:.0f} us" if t >= 100 else f"{t:.1f} us"), f(r and r["gbs"], 0),
+                     pc(r and r["pct_bw"]), xs(ratio(v1["ms"], r and r["ms"]), 1)])
+    out = [src, "", "Default shape, batch 1, 32 heads, 8 KV heads, kv 32768, dim 128:", "",
+           table(["#", "version", "time", "GB/s", "% of HBM", "over version 1"], rows)]
+    again = [a.rows(6, v, timed=True, **L06_DEFAULT) for v in range(1, 7)]
+    if all(len(x) > 1 for x in again):
+        ts = [us(x[-1]) for x in again]
+        out += ["", "The same shape repeated at the end of the run: " +
+                ", ".join((f"{t:.0f}" if t >= 100 else f"{t:.1f}") for t in ts[:-1]) +
+                f" and {ts[-1]:.1f} us."]
+    return "\n".join(out)
+
+
+def r_l06_speedups(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l06_missing(a):
+        return src + "\n\nThe speed-ups: " + NO_RUN + "."
+    d = L06_DEFAULT
+    sh = dict(L06_SHAPES)
+
+    def sp(shape, x, y):  # version y's speed-up over version x at a shape
+        return ratio(a.one(6, x, **shape)["ms"], a.one(6, y, **shape)["ms"])
+
+    def gain(shape):  # version 5 over version 4, in percent
+        return rel(a.one(6, 4, **shape)["ms"], a.one(6, 5, **shape)["ms"])
+
+    saved = [us(a.one(6, 4, **x)) - us(a.one(6, 5, **x))
+             for x in (d, sh["kv 8192"], sh["kv 131072"])]
+
+    return "\n".join([src, "", (
+        "The honest speed-up of splitting depends on how far the rows alone are from filling the "
+        f"GPU: at batch 1 version 2 is {sp(d, 1, 2):.1f}x version 1 (32 rows for 132 SMs); at batch "
+        f"8 (256 rows) {sp(sh['batch 8'], 1, 2):.1f}x; at batch 32 and kv 8192 (1024 rows, one "
+        f"chunk) {sp(sh['batch 32, kv 8192'], 1, 2):.2f}x, although one chunk splits nothing and "
+        "version 2 adds the combine (its header says what is not explained). "
+        f"Grouping is worth {sp(d, 2, 3):.1f}x at 8 KV heads and nothing at 32 "
+        f"({tbs(a.one(6, 3, **sh['32 KV heads'])):.2f} against "
+        f"{tbs(a.one(6, 2, **sh['32 KV heads'])):.2f} TB/s at kv 32768), where there is nothing "
+        f"to share. Dropping the combine's launch (version 5) is worth {gain(d):.1f}% at the "
+        f"default shape, {gain(sh['kv 8192']):.1f}% at kv 8192 and {gain(sh['kv 131072']):.1f}% "
+        f"at kv 131072, {span(min(saved), max(saved), 1)} us a call; and it costs where one block has many chunks to merge alone: with MQA "
+        f"(one KV head, 64 chunks per unit) version 5 reaches "
+        f"{tbs(a.one(6, 5, **sh['1 KV head (MQA)'])):.2f} TB/s against version 4's "
+        f"{tbs(a.one(6, 4, **sh['1 KV head (MQA)'])):.2f}.")])
+
+
+def r_l06_shapes(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l06_missing(a):
+        return src + "\n\nOther shapes: " + NO_RUN + "."
+    rows = []
+    for label, shape in L06_SHAPES:
+        rows.append([label] + [f(tbs(a.one(6, v, **shape)), 2) for v in range(1, 7)])
+    return "\n".join([src, "", "Other rows of the same run (TB/s, the lesson's count):", "",
+                      table(["shape"] + [f"v{v}" for v in range(1, 7)], rows)])
+
+
+def r_l06_varlen(a, ctx):
+    src = source(a, ["lessons.csv"])
+    mixed = a.one(6, 6, kv_lens=L06_MIXED)
+    e6, e3 = a.one(6, 6, **L06_EQUAL), a.one(6, 3, **L06_EQUAL)
+    if not (mixed and e6 and e3):
+        return src + "\n\nLengths per sequence: " + NO_RUN + "."
+    return "\n".join([src, "", (
+        "Lengths per sequence (version 6 only; the others are skipped with the reason): one "
+        "sequence of 131072 keys and 31 of 1024, 8 KV heads, 667 MB of K + V: "
+        f"{us(mixed):.0f} us, {tbs(mixed):.2f} TB/s. The same keys in 32 equal sequences of 5088: "
+        f"version 6 {tbs(e6):.2f} TB/s, version 3 {tbs(e3):.2f}. The mixed batch runs at "
+        f"{100 * tbs(mixed) / tbs(e6):.0f}% of the equal one.")])
+
+
+L06_PEER_ROWS = [(32, 1, 8192), (32, 1, 32768), (32, 1, 131072), (32, 8, 32768), (32, 32, 8192),
+                 (8, 1, 1024), (8, 1, 8192), (8, 1, 32768), (8, 1, 131072), (8, 8, 32768),
+                 (8, 8, 131072), (8, 32, 8192), (8, 32, 131072), (8, 128, 32768)]
+
+
+def r_l06_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(6, "sdpa-cudnn"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    names = ["sdpa-flash", "sdpa-cudnn"] + [f"v{v}-{L06_NAMES[v]}" for v in range(1, 5)]
+
+    def rate(impl, **kv):
+        r = a.peer(6, re.escape(impl), **kv)
+        return tbs(r)
+    rows = []
+    for hkv, b, skv in L06_PEER_ROWS:
+        kv = dict(dim=128, kv_heads=hkv, batch=b, seq_kv=skv)
+        rs = [rate(n, **kv) for n in names]
+        rows.append([b, hkv, seq_label(skv)] + [f(x, 2) for x in rs] + [xs(ratio(rs[5], rs[1]))])
+    shapes = sorted({(r["dim"], r["kv_heads"], r["batch"], r["seq_kv"]) for r in a.peers
+                     if int(r["lesson"]) == 6 and r["impl"] == "sdpa-cudnn" and r["gbs"]})
+    below, best_below, trail = [], 0, 0.0
+    for dim, hkv, b, skv in shapes:
+        kv = dict(dim=dim, kv_heads=hkv, batch=b, seq_kv=skv)
+        cu, v4 = rate("sdpa-cudnn", **kv), rate("v4-pipeline", **kv)
+        best = max(x for x in (rate(n, **kv) for n in names[2:]) if x is not None)
+        if v4 is not None and v4 < cu:
+            below.append(1 - v4 / cu)
+        if best < cu:
+            best_below += 1
+            trail = max(trail, 1 - best / cu)
+    out = [src, "", table(["batch", "KV heads", "kv", "SDPA flash", "cuDNN", "v1", "v2", "v3", "v4",
+                           "v4 / cuDNN"], rows), "",
+           f"`peers.csv` holds all {len(shapes)} shapes. Version 4 matches or beats cuDNN on "
+           f"{len(shapes) - len(below)} of them; the others trail by "
+           f"{100 * min(below):.2f}% to {100 * max(below):.0f}%. The best version trails cuDNN on "
+           f"{best_below} shapes, by at most {100 * trail:.1f}%."]
+    return "\n".join(out)
+
+
+def r_l06_targets(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l06_missing(a):
+        return src + "\n\nThe targets: " + NO_RUN + "."
+    sh = dict(L06_SHAPES)
+    d5, l5 = a.one(6, 5, **L06_DEFAULT), a.one(6, 5, **sh["kv 131072"])
+    s5, s8 = a.one(6, 5, **sh["32 KV heads, kv 8192"]), a.one(6, 5, **sh["kv 8192"])
+    t8, t32, t128 = (us(a.one(6, 4, **x)) for x in (sh["kv 8192"], L06_DEFAULT, sh["kv 131072"]))
+    b32, b128 = 2.0 * 32768 * 128 * 2 * 8 / 1e6, 2.0 * 131072 * 128 * 2 * 8 / 1e6
+    slope = (t128 - t32) / (b128 - b32)
+    zero = t32 - slope * b32
+    miss = abs(zero + slope * b32 / 4 - t8)
+    return "\n".join([src, "", (
+        f"What is not reached yet, measured: 90% of HBM (4.3 TB/s) at batch 1, 8 KV heads, kv 32k "
+        f"({tbs(d5):.2f} TB/s with version 5, {d5['pct_bw']:.0f}%) and 128k ({tbs(l5):.2f}, "
+        f"{l5['pct_bw']:.0f}%); 3.5 TB/s at batch 1 and kv 8k is "
+        f"{'reached' if tbs(s5) >= 3.5 else 'not reached'} with 32 KV heads ({tbs(s5):.2f}, version "
+        f"5) and not with 8 ({tbs(s8):.2f}, where the whole K + V is 34 MB). The gap at small sizes "
+        f"is a fixed cost of about {zero:.0f} us per call that does not scale with the keys: "
+        f"version 4 takes {t8:.1f} us for 34 MB (kv 8192), {t32:.1f} us for 134 MB and {t128:.1f} "
+        f"us for 537 MB (kv 131072); a line through the last two meets zero bytes at {zero:.1f} us "
+        f"and passes within {miss:.1f} us of the first.")])
+
+
 # ---- Top README --------------------------------------------------------------------------------
 
 def r_headline(a, ctx):
@@ -1756,11 +1933,16 @@ RENDERERS = {
     "l04-banks": r_l04_banks, "sdpa": r_sdpa, "floors": r_floors, "q-outer": r_q_outer,
     "causal-measured": r_causal_measured, "causal-queue": r_causal_queue,
     "sanitizers": r_sanitizers, "transcript": r_transcript, "versions": r_versions,
+    "l06-default": r_l06_default, "l06-speedups": r_l06_speedups, "l06-shapes": r_l06_shapes,
+    "l06-varlen": r_l06_varlen, "l06-peers": r_l06_peers, "l06-targets": r_l06_targets,
 }
 
 # ---- Regions -------------------------------------------------------------------------------------
 
-OPEN = re.compile(r"^<!-- results:([a-z0-9-]+) -->$")
+# An opening marker may name a folder under docs/results/ after the region's name: that region
+# reads that run instead of the README's (a table kept from an earlier run, e.g. peers the newest
+# run did not measure).
+OPEN = re.compile(r"^<!-- results:([a-z0-9-]+)(?: ([A-Za-z0-9._-]+))? -->$")
 CLOSE = re.compile(r"^<!-- /results:([a-z0-9-]+) -->$")
 
 
@@ -1770,8 +1952,9 @@ def readmes():
     return [p for p in out if os.path.exists(p)]
 
 
-def regenerate(path, text, a):
-    """The file's text with every region rewritten; raises ValueError on broken markers."""
+def regenerate(path, text, a, load=None):
+    """The file's text with every region rewritten; raises ValueError on broken markers. @p load
+    gives the Archive of a folder a marker names (default: read it)."""
     m = re.match(r"lessons/0*(\d+)_", os.path.relpath(path, ROOT))
     ctx = {"lesson": int(m.group(1)) if m else 0, "path": path}
     lines = text.split("\n")
@@ -1799,7 +1982,12 @@ def regenerate(path, text, a):
         if name not in RENDERERS:
             raise ValueError(f"{rel_path}:{i + 1}: no generator for region '{name}' "
                              f"(known: {', '.join(sorted(RENDERERS))})")
-        out.extend(RENDERERS[name](a, ctx).rstrip("\n").split("\n"))
+        pinned = o.group(2)
+        if pinned and not os.path.isdir(os.path.join(RESULTS, pinned)):
+            raise ValueError(f"{rel_path}:{i + 1}: region '{name}' names docs/results/{pinned}/, "
+                             f"which does not exist")
+        src = (load or Archive)(os.path.join(RESULTS, pinned)) if pinned else a
+        out.extend(RENDERERS[name](src, ctx).rstrip("\n").split("\n"))
         out.append(lines[j])
         i = j + 1
     return "\n".join(out)
@@ -1861,8 +2049,12 @@ def main():
         if folder not in archives:
             archives[folder] = Archive(folder)
         a = archives[folder]
+        def load(folder):
+            if folder not in archives:
+                archives[folder] = Archive(folder)
+            return archives[folder]
         try:
-            new = regenerate(path, old, a)
+            new = regenerate(path, old, a, load)
         except ValueError as e:
             print(f"results-tables: {e}", file=sys.stderr)
             return 2

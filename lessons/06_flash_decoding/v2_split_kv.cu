@@ -35,8 +35,10 @@
  * the rate did not. With 32 KV heads (every query head its own K and V) the same code reaches
  * 4.17 TB/s, 87%, at kv 32768: what holds it back at 8 KV heads is that the 4 query heads of a
  * group each read their KV head, 537 MB of requests for 134 MB of data, and L2 serves the
- * repeats only as fast as it can. Version 3 removes the repeats. At batch 32 (one chunk) it is
- * version 1 plus 4 us, 1.12x, as predicted.
+ * repeats only as fast as it can. Version 3 removes the repeats. At batch 32 and kv 8192 (one
+ * chunk per row) the prediction was wrong in sign: version 2 took 493 us against version 1's 555,
+ * 1.12x faster although it splits nothing and adds the combine; the walk is the same code, and
+ * this run does not say why the split kernel's build of it is faster.
  *
  * Run: `./run 2` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128) and
  * `./run 2 --batch 64 --kv-seq 4096`.

@@ -32,8 +32,8 @@
  * (87%), 3% over; kv 8192 1.83 TB/s, 12% over; batch 32 at kv 8192 4.47 TB/s against version 3's
  * 4.47: as predicted. Dim 64 gains more (2.58 against 2.22 TB/s at the default shape) and MQA
  * most (0.79 against 0.60), both with few bytes per block. In the bench (bench/lesson06_peers.py,
- * same archive) it matches or beats cuDNN on 48 of 56 rows; six of the others trail by 0.3-2.2% at
- * batch 32-128, and two at dim 64, batch 128, 1024 keys trail by 9% and 18%: there one block per
+ * same archive) it matches or beats cuDNN on 48 of 56 rows; six of the others trail by 0.05-2.2% at
+ * batch 32-128, and two at dim 64, batch 128, 1024 keys trail by 9% and 19%: there one block per
  * SM and one short chunk per block leave too few loads in flight, and version 3, at 2 blocks per
  * SM, is the faster one.
  *
