@@ -1,0 +1,162 @@
+/**
+ * @file paged_attention.h
+ * @brief Lesson 07: PagedAttention. A KV cache kept in pages of a pool, managed like virtual
+ *        memory (cache.h, paging.h), and decode kernels that read it through the block table.
+ *
+ * Versions (the lesson's table, in teaching order):
+ *  1. paged-row: one block per (sequence, query head, query row) walking its block table (vLLM's
+ *     paged_attention_v1 shape, lesson 06's version 1 as its body).
+ *  2. paged-split: lesson 06's version 6 (GQA grouping on tensor cores, a cp.async ring, chunks by
+ *     length, one launch) with every key row looked up in the block table.
+ *  3. paged-pipeline: version 2 with the lookups out of the copy path: each tile's table entries
+ *     read a tile ahead, one per lane, shared by shuffles; shifts for divisions (block sizes that
+ *     are powers of two).
+ *  4, 5. dense-one-launch, dense-varlen: not paged: lesson 06's versions 5 and 6 on the same values
+ *     in dense tensors, run beside the paged ones as their yardstick.
+ *
+ * Every launcher takes the pool `[num_blocks, block_size, kv_heads, dim]` of K and of V in bf16,
+ * the block table `[batch, max_blocks]` and the lengths `[batch]` on the device, Q and O in the
+ * BSHD layout of attn_types.h, writes the fp32 natural-log log-sum-exp `[batch, heads, seq_q]`,
+ * enqueues on the given stream, returns the first CUDA error and never exits.
+ */
+#ifndef L07_PAGED_ATTENTION_H
+#define L07_PAGED_ATTENTION_H
+
+#include "../06_flash_decoding/flash_decoding.h"
+#include "attn.h"
+#include "cache.h"
+#include "decode_loop.h"
+#include "paging.h"
+#include "sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Paged versions in the lesson. */
+#define L07_PAGED_VERSIONS 3
+/** Rows of the lesson's table: the paged versions, then two dense yardsticks (lesson 06's versions
+ * 5 and 6 on dense K and V holding the same values). */
+#define L07_VERSIONS (L07_PAGED_VERSIONS + 2)
+
+/**
+ * A paged decode launcher, for one head dimension (in its name).
+ * @param q             `[batch, seq_q, heads, dim]`, bf16
+ * @param k_cache       `[num_blocks, block_size, kv_heads, dim]`, bf16
+ * @param v_cache       the same for V
+ * @param block_table   `[batch, max_blocks]` physical block of each logical block, on the device
+ * @param seq_lens      `[batch]` keys of each sequence, on the device
+ * @param seq_lens_host the same on the host (versions 2 and 3 plan their chunks there), or NULL
+ *                      when every sequence has @p seq_kv keys (versions 2 and 3 then do not read
+ *                      @p seq_lens: one dependent load less before the first copy)
+ * @param o             out: `[batch, seq_q, heads, dim]`, bf16
+ * @param lse           out: `[batch, heads, seq_q]`, fp32
+ * @param workspace,workspace_bytes versions 2 and 3's scratch (l07_paged_workspace_bytes()), zeroed
+ * once before the first call; version 1 takes none
+ * @param batch,heads,kv_heads,seq_q the shape (seq_q 1..L06_MAX_SEQ_Q)
+ * @param seq_kv        the longest sequence
+ * @param max_blocks    block-table columns, at least ceil(seq_kv / block_size)
+ * @param block_size    tokens per block
+ * @param causal        1: bottom-right causal mask, at each sequence's own last key
+ * @param scale         softmax scale
+ * @param stream        stream to enqueue on
+ */
+typedef cudaError_t (*l07_paged_fn)(const void *q, const void *k_cache, const void *v_cache,
+                                    const int *block_table, const int *seq_lens,
+                                    const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                    size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                    int seq_q, int seq_kv, int max_blocks, int block_size,
+                                    int causal, float scale, cudaStream_t stream);
+
+/** @name The launchers, two head dimensions each
+ *  @{ */
+/** Version 1, head dimension 64. @copydetails l07_paged_fn */
+cudaError_t l07_paged_row_d64(const void *q, const void *k_cache, const void *v_cache,
+                              const int *block_table, const int *seq_lens, const int *seq_lens_host,
+                              void *o, float *lse, float *workspace, size_t workspace_bytes,
+                              int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                              int max_blocks, int block_size, int causal, float scale,
+                              cudaStream_t stream);
+/** Version 1, head dimension 128. @copydetails l07_paged_fn */
+cudaError_t l07_paged_row_d128(const void *q, const void *k_cache, const void *v_cache,
+                               const int *block_table, const int *seq_lens,
+                               const int *seq_lens_host, void *o, float *lse, float *workspace,
+                               size_t workspace_bytes, int batch, int heads, int kv_heads,
+                               int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                               float scale, cudaStream_t stream);
+/** Version 2, head dimension 64. @copydetails l07_paged_fn */
+cudaError_t l07_paged_split_d64(const void *q, const void *k_cache, const void *v_cache,
+                                const int *block_table, const int *seq_lens,
+                                const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                float scale, cudaStream_t stream);
+/** Version 2, head dimension 128. @copydetails l07_paged_fn */
+cudaError_t l07_paged_split_d128(const void *q, const void *k_cache, const void *v_cache,
+                                 const int *block_table, const int *seq_lens,
+                                 const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                 size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                 int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                 float scale, cudaStream_t stream);
+/** Version 3, head dimension 64 (block sizes that are powers of two). @copydetails l07_paged_fn */
+cudaError_t l07_paged_pipeline_d64(const void *q, const void *k_cache, const void *v_cache,
+                                   const int *block_table, const int *seq_lens,
+                                   const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                   size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                   int seq_q, int seq_kv, int max_blocks, int block_size,
+                                   int causal, float scale, cudaStream_t stream);
+/** Version 3, head dimension 128. @copydetails l07_paged_fn */
+cudaError_t l07_paged_pipeline_d128(const void *q, const void *k_cache, const void *v_cache,
+                                    const int *block_table, const int *seq_lens,
+                                    const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                    size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                    int seq_q, int seq_kv, int max_blocks, int block_size,
+                                    int causal, float scale, cudaStream_t stream);
+/** Blocks of version 2's kernel one SM holds, head dimension 64 (0 without a device). */
+int l07_paged_split_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l07_paged_split_per_sm_d128(void);
+/** Blocks of version 3's kernel one SM holds, head dimension 64 (0 without a device). */
+int l07_paged_pipeline_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l07_paged_pipeline_per_sm_d128(void);
+/** @} */
+
+/** The chunk length of version @p version (2 or 3) on the current device (l06_varlen_chunk() with
+ * its kernel's slots); @p lens_host NULL: every sequence has @p seq_kv keys. */
+int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                        const int *lens_host, int dim);
+
+/** Bytes of version @p version's workspace (2 or 3) for these lengths on the current device (0
+ * when every sequence is one chunk, or for version 1). */
+size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q,
+                                 int seq_kv, const int *lens_host, int dim);
+
+/** Paged decode on the CPU, in fp32, reading K and V through the block table with
+ * l07_kv_offset() (the attn_cpu_check() shape; @p ctx unused): builds the harness's paged cache of
+ * @p k and @p v (shuffled blocks, NaN in every slot no token owns) and attends over it. Returns 0,
+ * or -1 when memory ran out. */
+int l07_cpu_paged(const attn_problem *p, const float *q, const float *k, const float *v, float *o,
+                  float *lse, void *ctx);
+
+/**
+ * Append (reshape-and-cache): token t's K and V rows, `[n_tokens, kv_heads, dim]` bf16 on the
+ * device, into slot @p slots[t] of the pools (slots from l07_seq_append(); below 0: skipped).
+ * kv_heads * dim * 2 must be a multiple of 16 bytes. cudaErrorInvalidValue for bad arguments.
+ */
+cudaError_t l07_append(const void *k_new, const void *v_new, const int *slots, int n_tokens,
+                       int kv_heads, int dim, void *k_cache, void *v_cache, cudaStream_t stream);
+
+/** The copies copy-on-write asked for (@p copies on the device): for each, the first `tokens`
+ * slots of block `src` into block `dst`, K and V. cudaErrorInvalidValue for bad arguments. */
+cudaError_t l07_copy_blocks(const l07_copy *copies, int n_copies, int block_size, int kv_heads,
+                            int dim, void *k_cache, void *v_cache, cudaStream_t stream);
+
+/** The lesson's table of versions, its default shape and head dimensions. */
+extern const attn_lesson l07_lesson;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* L07_PAGED_ATTENTION_H */

@@ -1,0 +1,451 @@
+// clang-format off
+/** @file
+ * @brief Version 2: paged split-KV. Lesson 06's fastest decode (GQA grouping on tensor cores, a
+ * cp.async ring per warp, chunks by length, one launch) reading K and V through the block table.
+ *
+ * What changed: against lesson 06's version 6, only where a key's row comes from. There, key j of
+ * sequence b sits at row b * seq_kv + j of a dense tensor; here it sits in the pool at slot
+ * table[b][j / block_size] * block_size + j % block_size, and every lane that copies a row of a
+ * 16-key tile looks its page up in the table first (a 4-byte load that L1 keeps for the tile's
+ * other rows of the same page). Rows past a sequence's length are zero-filled without a lookup:
+ * the table holds -1 there and the pool NaN in every slot no token owns.
+ *
+ *     tile of 16 keys, row r: key = key0 + r
+ *       page = table[b][key / block_size]        (the page table)
+ *       slot = page * block_size + key % block_size
+ *       cp.async 16 bytes of pool[slot][kv head][8c .. 8c+7]
+ *
+ * Why: a serving engine holds its KV cache in pages (this lesson's cache manager), and decode must
+ * read it there at the speed of the dense kernel. The indirection costs one small load per row,
+ * from a table a few KB long, against 256 or 128 bytes of K and as many of V.
+ *
+ * Prediction: within a few percent of lesson 06's version 6 at block size 16 and more (a page
+ * holds whole 16-key tiles); block size 8 splits each tile over two pages, still one lookup per
+ * row, so no slower. Target: 95% of the dense kernel, 4.0 TB/s at batch 32 and kv 8k.
+ *
+ * Measured: not yet measured on a GPU.
+ *
+ * Run: `./run 2` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128, block size 16),
+ * `./run 2 --block-size 8` and `./run 2 --kv-lens 128k,1024x31`.
+ */
+// clang-format on
+/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+#ifndef HEAD_DIM
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
+#endif
+
+#include <limits.h>
+#include <math.h>
+
+#include "../04_fa2_warps/ptx.cuh"
+#include "../06_flash_decoding/flash_decoding.h"
+#include "attn_cuda.cuh"
+#include "paged_attention.h"
+
+#define FD_WARPS (L06_THREADS / 32)         /**< 4 warps, each its own stream of key tiles */
+#define FD_TK 16                            /**< keys per warp tile: one k-step of P V */
+#define FD_KS (HEAD_DIM / 16)               /**< k-steps of S = Q K^T */
+#define FD_DT (HEAD_DIM / 8)                /**< n8 tiles of O */
+#define FD_CHUNKS (HEAD_DIM / 8)            /**< 16-byte chunks per key row */
+#define FD_ROWB (HEAD_DIM * 2)              /**< bytes per key row */
+#define FD_TILE_BYTES (FD_TK * FD_ROWB)     /**< one K or V tile: 4 KiB at dim 128 */
+#define FD_STAGES (HEAD_DIM == 64 ? 12 : 6) /**< tiles in flight per warp: 48 KiB of K + V */
+/** Bytes of one warp's slice: FD_STAGES buffers of K and V; the warp's fp32 16 x dim state reuses
+ * it at the end (16 x dim x 4 = 2 tiles). */
+#define FD_WARP_BYTES (FD_STAGES * 2 * FD_TILE_BYTES)
+/** Dynamic shared memory: the Q tile, then the warps' slices. */
+#define FD_SMEM_BYTES (FD_TILE_BYTES + FD_WARPS * FD_WARP_BYTES)
+#define FD_LOG2E 1.4426950408889634f /**< e^x = 2^(x log2 e) */
+#define FD_LN2 0.6931471805599453f   /**< log x = log2(x) ln 2 */
+
+/** Token pasting, after expanding `b`. */
+#define FD_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
+#define FD_CAT(a, b) FD_CAT_(a, b)
+/** This build's kernel: l07_paged_split_kernel_d64 or l07_paged_split_kernel_d128. */
+#define FD_KERNEL FD_CAT(l07_paged_split_kernel_d, HEAD_DIM)
+/** This build's launcher: l07_paged_split_d64() or l07_paged_split_d128(), in flash_decoding.h. */
+#define FD_LAUNCH FD_CAT(l07_paged_split_d, HEAD_DIM)
+/** This build's occupancy query: l07_paged_split_per_sm_d64() or l07_paged_split_per_sm_d128(). */
+#define FD_PER_SM FD_CAT(l07_paged_split_per_sm_d, HEAD_DIM)
+
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled so that
+ * the 8 rows one ldmatrix reads fall in 8 different bank groups. */
+static __device__ __forceinline__ uint32_t fd_off(int row, int chunk) {
+  return (uint32_t)((row * FD_CHUNKS + (chunk ^ (row & 7))) * 16);
+}
+
+/** The warp's copies of one 16-key tile of K and V through the block table: lane handles chunk
+ * idx % FD_CHUNKS of key idx / FD_CHUNKS for idx = lane, lane + 32, ... Keys at or past `end` are
+ * zero-filled (nothing is read; the address given is the tile's first key, which exists). */
+static __device__ __forceinline__ void fd_load_tile(uint32_t sk, uint32_t sv, const attn_bf16 *kg,
+                                                    const attn_bf16 *vg, size_t kv_stride,
+                                                    const int *__restrict__ table, int block_size,
+                                                    int key0, int end, int lane) {
+#pragma unroll
+  for (int it = 0; it < FD_TK * FD_CHUNKS / 32; ++it) {
+    const int idx = it * 32 + lane, row = idx / FD_CHUNKS, chunk = idx % FD_CHUNKS;
+    const int ok = key0 + row < end;
+    const int key = ok ? key0 + row : key0;
+    const size_t slot = (size_t)__ldg(table + key / block_size) * block_size + key % block_size;
+    const size_t src = slot * kv_stride + chunk * 8;
+    cp_async_16(sk + fd_off(row, chunk), kg + src, ok ? 16 : 0);
+    cp_async_16(sv + fd_off(row, chunk), vg + src, ok ? 16 : 0);
+  }
+}
+
+/** Wait until at most FD_STAGES - 1 of this thread's cp.async groups are in flight. */
+static __device__ __forceinline__ void fd_wait_stages(void) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(FD_STAGES - 1));
+}
+
+/** Keys query token @p i sees: all @p seq_kv, or under the bottom-right causal mask the keys
+ * j <= i + seq_kv - seq_q (0 when that is negative). */
+static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, int causal) {
+  if (!causal) return seq_kv;
+  const int n = i + seq_kv - seq_q + 1;
+  return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
+}
+
+/** One block per chunk of the batch along x and (KV head, row tile) of its sequence along y. The
+ * tile's rows are group rows rt * 16 + rr, r = i * G + hg for token i and query head kvh * G + hg.
+ * A sequence of one chunk writes O and the log-sum-exp; with more, each block's partial state
+ * (normalised O, lse) goes to its slot of the workspace and the last block of the (sequence, unit)
+ * to finish merges them. */
+static __global__ void __launch_bounds__(L06_THREADS, 2)
+    FD_KERNEL(const attn_bf16 *__restrict__ q,      // [batch, seq_q, heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ v,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+              const int *__restrict__ block_table,  // [batch, max_blocks]
+              attn_bf16 *__restrict__ o,            // [batch, seq_q, heads, HEAD_DIM]
+              float *__restrict__ lse,              // [batch, heads, seq_q]
+              float *__restrict__ part_o,           // [chunks, units, 16, HEAD_DIM]
+              float *__restrict__ part_lse,         // [chunks, units, 16]
+              int *__restrict__ count,              // [batch, units], 0 between calls
+              const int *__restrict__ seq_lens,     // [batch]
+              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+              float scale_log2, int n_rt, int chunk, int max_blocks, int block_size) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ float part_m[FD_WARPS][16], part_l[FD_WARPS][16];
+  const uint32_t sq = smem_u32(smem);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t4 = lane & 3; /* fragment row (and row + 8), column pair */
+  const uint32_t sw = sq + FD_TILE_BYTES + warp * FD_WARP_BYTES; /* this warp's slice */
+  float *wstate = (float *)(smem + FD_TILE_BYTES + warp * FD_WARP_BYTES);
+
+  const int u = blockIdx.y, units = gridDim.y; /* (KV head, row tile) of a sequence */
+  const int rt = u % n_rt, kvh = u / n_rt;
+  const int x = blockIdx.x; /* the chunk of the batch */
+  const int G = heads / kv_heads, R = G * seq_q;
+
+  /* Which sequence chunk x belongs to: warp 0 counts the chunks of 32 sequences at a time
+   * (a prefix sum by shuffles) until the count passes x. */
+  __shared__ int seq_b, seq_first, seq_chunks;
+  if (warp == 0) {
+    int before = 0; /* chunks of the sequences already passed */
+    for (int b0 = 0; b0 < batch; b0 += 32) {
+      const int bb = b0 + lane;
+      const int len = bb < batch ? (seq_lens ? seq_lens[bb] : seq_kv) : 0;
+      const int n = bb < batch ? (len > chunk ? attn_cdiv(len, chunk) : 1) : 0;
+      int incl = n;
+#pragma unroll
+      for (int off = 1; off < 32; off <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, off);
+        if (lane >= off) incl += y;
+      }
+      const int first = before + incl - n;
+      if (n > 0 && x >= first && x < first + n) seq_b = bb, seq_first = first, seq_chunks = n;
+      before += __shfl_sync(0xffffffffu, incl, 31);
+      if (before > x) break; /* the same on every lane */
+    }
+  }
+  __syncthreads();
+  const int b = seq_b, s = x - seq_first, splits = seq_chunks;
+  const int len_b = seq_lens ? seq_lens[b] : seq_kv;
+  const size_t kv_stride = (size_t)kv_heads * HEAD_DIM;
+  const attn_bf16 *kg = k + (size_t)kvh * HEAD_DIM; /* slot 0 of the pool, this KV head */
+  const attn_bf16 *vg = v + (size_t)kvh * HEAD_DIM;
+  const int *table = block_table + (size_t)b * max_blocks; /* this sequence's pages */
+
+  /* The keys of this chunk that any row of the tile sees; row g and g + 8 each see up to lim[]. */
+  const int last_i = min(seq_q - 1, (rt * 16 + 15) / G);
+  const int n_any = fd_visible(last_i, seq_q, len_b, causal);
+  const long long c0 = (long long)s * chunk;
+  const int j0 = (int)min((long long)n_any, c0), j1 = (int)min((long long)n_any, c0 + chunk);
+  int lim[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int gr = rt * 16 + g + 8 * hf;
+    lim[hf] = gr < R ? min(j1, fd_visible(gr / G, seq_q, len_b, causal)) : 0;
+  }
+
+  /* This warp's tiles: t = warp, warp + FD_WARPS, ... of the chunk's n_tiles. The first
+   * FD_STAGES - 1 are requested before anything else, so their latency overlaps the Q load. */
+  const int n_tiles = attn_cdiv(j1 - j0, FD_TK);
+  const int mine = n_tiles > warp ? attn_cdiv(n_tiles - warp, FD_WARPS) : 0;
+#pragma unroll
+  for (int st = 0; st < FD_STAGES - 1; ++st) {
+    if (st < mine)
+      fd_load_tile(sw + st * 2 * FD_TILE_BYTES, sw + (st * 2 + 1) * FD_TILE_BYTES, kg, vg,
+                   kv_stride, table, block_size, j0 + (warp + st * FD_WARPS) * FD_TK, j1, lane);
+    cp_async_commit();
+  }
+  /* The Q tile: row rr is group row rt * 16 + rr, zeros past R. 16 rows x FD_CHUNKS chunks. */
+  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
+    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr;
+    uint4 x = make_uint4(0u, 0u, 0u, 0u);
+    if (gr < R) {
+      const int i = gr / G, h = kvh * G + gr % G;
+      x = *(const uint4 *)(q + (((size_t)b * seq_q + i) * heads + h) * HEAD_DIM + c * 8);
+    }
+    st_shared_v4(sq + fd_off(rr, c), x);
+  }
+
+  /* ldmatrix row addresses (lesson 04's): Q as the A operand, K as B of S, V (.trans) as B of PV.
+   */
+  uint32_t q_off[4], k_off[4], v_off[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    q_off[i] = fd_off(lane & 15, 2 * i + (lane >> 4));
+    k_off[i] = fd_off((lane & 7) + ((lane >> 4) << 3), 2 * i + ((lane >> 3) & 1));
+    v_off[i] = fd_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
+  }
+  __syncthreads(); /* the Q tile is in place */
+  uint32_t qf[FD_KS][4];
+#pragma unroll
+  for (int ks = 0; ks < FD_KS; ++ks) ldmatrix_x4(qf[ks], sq + q_off[ks & 3] + (ks >> 2) * 128);
+
+  float acc[FD_DT][4], row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int dt = 0; dt < FD_DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.f;
+
+  for (int it = 0; it < mine; ++it) {
+    {
+      const int ahead = it + FD_STAGES - 1, buf = ahead % FD_STAGES;
+      if (ahead < mine)
+        fd_load_tile(sw + buf * 2 * FD_TILE_BYTES, sw + (buf * 2 + 1) * FD_TILE_BYTES, kg, vg,
+                     kv_stride, table, block_size, j0 + (warp + ahead * FD_WARPS) * FD_TK, j1,
+                     lane);
+      cp_async_commit(); /* possibly empty: keeps one group per iteration */
+    }
+    fd_wait_stages(); /* my copies of tile `it` have landed */
+    __syncwarp();     /* and the other lanes' */
+    const int key0 = j0 + (warp + it * FD_WARPS) * FD_TK;
+    const uint32_t sk = sw + (it % FD_STAGES) * 2 * FD_TILE_BYTES, sv = sk + FD_TILE_BYTES;
+
+    /* S = Q K^T for 16 rows x 16 keys: two n8 tiles, FD_KS k-steps. */
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int ks = 0; ks < FD_KS; ++ks) {
+      uint32_t kb[4];
+      ldmatrix_x4(kb, sk + k_off[ks & 3] + (ks >> 2) * 128);
+      mma_bf16_16816(sc[0], qf[ks], kb[0], kb[1]);
+      mma_bf16_16816(sc[1], qf[ks], kb[2], kb[3]);
+    }
+    /* Mask (keys past the row's limit), then the online softmax of rows g and g + 8. */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+          const int col = key0 + nt * 8 + t4 * 2 + (e & 1);
+          sc[nt][e] = col < lim[hf] ? sc[nt][e] * scale_log2 : -INFINITY;
+          mx = fmaxf(mx, sc[nt][e]);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_m[hf], mx);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+      const float alpha = fast_exp2(row_m[hf] - m_use);
+      row_m[hf] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+          const float p = fast_exp2(sc[nt][e] - m_use); /* 0 for a masked key */
+          sc[nt][e] = p;
+          sum += p;
+        }
+      row_l[hf] = row_l[hf] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < FD_DT; ++dt) acc[dt][2 * hf] *= alpha, acc[dt][2 * hf + 1] *= alpha;
+    }
+    /* O += P V: the two n8 tiles of P are one A fragment; V through ldmatrix.trans. */
+    uint32_t pa[4];
+    pa[0] = pack_bf16x2(sc[0][0], sc[0][1]);
+    pa[1] = pack_bf16x2(sc[0][2], sc[0][3]);
+    pa[2] = pack_bf16x2(sc[1][0], sc[1][1]);
+    pa[3] = pack_bf16x2(sc[1][2], sc[1][3]);
+#pragma unroll
+    for (int dp = 0; dp < FD_DT / 2; ++dp) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, sv + v_off[dp & 3] + (dp >> 2) * 128);
+      mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
+      mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
+    }
+    __syncwarp(); /* every lane is done with this buffer before it is refilled */
+  }
+  asm volatile("cp.async.wait_all;\n" ::); /* no copy may land on the state written below */
+  __syncwarp();
+
+  /* The warp's state into its own slice: l summed over the quad, O unnormalised, row-major. */
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int rr = g + 8 * hf;
+    if (t4 == 0) part_m[warp][rr] = row_m[hf], part_l[warp][rr] = l;
+#pragma unroll
+    for (int dt = 0; dt < FD_DT; ++dt)
+      *(float2 *)&wstate[rr * HEAD_DIM + dt * 8 + t4 * 2] =
+          make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
+  }
+  __syncthreads();
+
+  /* The warps' states merged: 8 threads per row, HEAD_DIM / 8 columns each. */
+  const int rr = threadIdx.x >> 3, c0d = (threadIdx.x & 7) * (HEAD_DIM / 8);
+  const int gr = rt * 16 + rr;
+  const bool active = gr < R; /* rows past the group: no output, but every barrier */
+  const int i = active ? gr / G : 0, h = kvh * G + (active ? gr % G : 0);
+  const size_t r = ((size_t)b * seq_q + i) * heads + h; /* the O row */
+  if (active) {
+    float mm = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
+    const float mu = mm == -INFINITY ? 0.f : mm;
+    float wt[FD_WARPS], ll = 0.f;
+#pragma unroll
+    for (int w = 0; w < FD_WARPS; ++w)
+      wt[w] = fast_exp2(part_m[w][rr] - mu), ll += wt[w] * part_l[w][rr];
+    const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
+    const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
+    float out[HEAD_DIM / 8];
+#pragma unroll
+    for (int c = 0; c < HEAD_DIM / 8; ++c) {
+      float x = 0.f;
+#pragma unroll
+      for (int w = 0; w < FD_WARPS; ++w) {
+        const float *ws = (const float *)(smem + FD_TILE_BYTES + w * FD_WARP_BYTES);
+        x += wt[w] * ws[rr * HEAD_DIM + c0d + c];
+      }
+      out[c] = x * inv;
+    }
+    if (splits == 1) {
+      attn_bf16 *orow = o + r * HEAD_DIM + c0d;
+#pragma unroll
+      for (int c = 0; c < HEAD_DIM / 8; c += 2)
+        *(uint32_t *)(orow + c) = pack_bf16x2(out[c], out[c + 1]);
+      if ((threadIdx.x & 7) == 0) lse[((size_t)b * heads + h) * seq_q + i] = lse_r;
+    } else {
+      const size_t slot = ((size_t)x * units + u) * 16 + rr; /* chunk x, unit u, tile row rr */
+      float *prow = part_o + slot * HEAD_DIM + c0d;
+#pragma unroll
+      for (int c = 0; c < HEAD_DIM / 8; c += 4)
+        *(float4 *)(prow + c) = make_float4(out[c], out[c + 1], out[c + 2], out[c + 3]);
+      if ((threadIdx.x & 7) == 0) part_lse[slot] = lse_r;
+    }
+  }
+  if (splits == 1) return;
+
+  /* Count this chunk in; the last of the unit's chunks merges them all. */
+  __shared__ int last;
+  __threadfence(); /* my partial state is visible to every block before I am counted */
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int *cnt = &count[(size_t)b * units + u]; /* this sequence's chunks of unit u */
+    last = atomicAdd(cnt, 1) == splits - 1;
+    if (last) *cnt = 0; /* every chunk is in: ready for the next call */
+  }
+  __syncthreads();
+  if (!last || !active) return;
+  __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
+
+  /* The combine of version 2 for my row and columns over the sequence's chunks, 8 chunks' loads
+   * in flight at a time. Slot of chunk c: ((seq_first + c) * units + u) * 16 + rr. */
+  const size_t slot0 = ((size_t)seq_first * units + u) * 16 + rr, step = (size_t)units * 16;
+  float mx = -INFINITY;
+  for (int c = 0; c < splits; ++c) mx = fmaxf(mx, __ldcg(part_lse + slot0 + c * step));
+  float acc_o[HEAD_DIM / 8], sum = 0.f;
+#pragma unroll
+  for (int c = 0; c < HEAD_DIM / 8; ++c) acc_o[c] = 0.f;
+  if (mx != -INFINITY) { /* else no chunk saw a key: O = 0, lse = -inf */
+#pragma unroll 8
+    for (int c = 0; c < splits; ++c) {
+      const float w = __expf(__ldcg(part_lse + slot0 + c * step) - mx); /* 0: empty chunk */
+      const float4 *prow = (const float4 *)(part_o + (slot0 + c * step) * HEAD_DIM + c0d);
+      sum += w;
+#pragma unroll
+      for (int q4 = 0; q4 < HEAD_DIM / 32; ++q4) {
+        const float4 x = __ldcg(prow + q4);
+        acc_o[4 * q4] += w * x.x, acc_o[4 * q4 + 1] += w * x.y;
+        acc_o[4 * q4 + 2] += w * x.z, acc_o[4 * q4 + 3] += w * x.w;
+      }
+    }
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  attn_bf16 *orow = o + r * HEAD_DIM + c0d;
+#pragma unroll
+  for (int c = 0; c < HEAD_DIM / 8; c += 2)
+    *(uint32_t *)(orow + c) = pack_bf16x2(acc_o[c] * inv, acc_o[c + 1] * inv);
+  if ((threadIdx.x & 7) == 0)
+    lse[((size_t)b * heads + h) * seq_q + i] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+}
+
+/** Blocks of the kernel one SM holds, queried once (l07_paged_split_per_sm_d64() or _d128()). */
+extern "C" int FD_PER_SM(void) {
+  static int per_sm = 0;
+  if (per_sm > 0) return per_sm;
+  int n = 0;
+  if (cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES) !=
+          cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, FD_KERNEL, L06_THREADS, FD_SMEM_BYTES) !=
+          cudaSuccess) {
+    (void)cudaGetLastError(); /* no device: leave no error behind */
+    return 0;
+  }
+  per_sm = n;
+  return per_sm;
+}
+
+/** The launcher, l07_paged_split_d64() or l07_paged_split_d128(): (chunks of the batch, units of
+ * a sequence) blocks in one launch; see l07_paged_fn in paged_attention.h. */
+extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k_cache, const void *v_cache,
+                                 const int *block_table, const int *seq_lens,
+                                 const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                 size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                 int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                 float scale, cudaStream_t stream) {
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  if (seq_q > L06_MAX_SEQ_Q || !block_table || !seq_lens || block_size < 1 ||
+      (long long)max_blocks * block_size < seq_kv)
+    return cudaErrorInvalidValue;
+  if (seq_lens_host) /* NULL: every sequence has seq_kv keys (seq_lens on the device says so) */
+    for (int b = 0; b < batch; ++b)
+      if (seq_lens_host[b] < 1 || seq_lens_host[b] > seq_kv) return cudaErrorInvalidValue;
+  const int n_rt = attn_cdiv(heads / kv_heads * seq_q, 16);
+  const long long units = (long long)kv_heads * n_rt;
+  if (units > 65535) return cudaErrorInvalidConfiguration;
+  const int chunk =
+      l07_paged_chunk_for(2, batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
+  const int chunks = l06_varlen_chunks(chunk, seq_lens_host, batch, seq_kv);
+  const size_t need =
+      l07_paged_workspace_bytes(2, batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
+  if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
+  int *count = (int *)workspace; /* [batch, units], then the partial states */
+  float *part_o =
+      workspace ? (float *)((char *)workspace + l06_counter_bytes((int)(batch * units))) : NULL;
+  float *part_lse = part_o ? part_o + (size_t)chunks * units * 16 * HEAD_DIM : NULL;
+  ATTN_TRY(
+      cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));
+  const dim3 grid((unsigned)chunks, (unsigned)units);
+  FD_KERNEL<<<grid, L06_THREADS, FD_SMEM_BYTES, stream>>>(
+      (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
+      (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
+      kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, chunk, max_blocks, block_size);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}

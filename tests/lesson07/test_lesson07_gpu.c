@@ -1,0 +1,158 @@
+/* Lesson 07, GPU: every version through the harness on the paged cache it builds (blocks in a
+ * shuffled order, spare blocks, NaN in every slot no token owns), outputs poisoned, O and the
+ * log-sum-exp checked: lengths 1, block_size - 1, block_size, block_size + 1 and a multiple of
+ * nothing, block sizes 8 to 128 (and 24, which version 3 must refuse), GQA 8:1 and MQA, causal with
+ * several query rows, and lengths per sequence; the dense yardsticks run on the same values. Exits
+ * 77 (skipped) without a GPU. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_test.h"
+#include "paged_attention.h"
+
+static attn_device g_dev;
+
+static const int kLensA[] = {1, 15, 16, 17, 1000};            /* around a block of 16 */
+static const int kLensB[] = {131072, 1024, 1024, 1024, 5, 1}; /* one long, short ones */
+static const int kLensC[] = {7, 8, 9, 300};                   /* around a block of 8 */
+
+/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal, block size; lens (NULL: all seq_kv) */
+static const struct {
+  int shape[8];
+  const int *lens;
+} kCases[] = {
+    {{1, 4, 1, 1, 1, 64, 0, 16}, NULL},        /* one key, MQA */
+    {{2, 8, 1, 1, 17, 128, 0, 16}, NULL},      /* block_size + 1, GQA 8:1 */
+    {{1, 4, 2, 1, 15, 64, 0, 16}, NULL},       /* block_size - 1 */
+    {{1, 4, 2, 1, 16, 128, 0, 16}, NULL},      /* exactly one block */
+    {{1, 32, 8, 1, 32768, 128, 0, 16}, NULL},  /* the lesson's default shape */
+    {{1, 8, 2, 4, 1237, 128, 1, 32}, NULL},    /* causal, 4 query rows */
+    {{1, 8, 2, 1, 4099, 64, 0, 128}, NULL},    /* block size 128 */
+    {{2, 8, 2, 1, 999, 128, 0, 64}, NULL},     /* block size 64 */
+    {{5, 16, 2, 1, 1000, 128, 0, 16}, kLensA}, /* lengths around the block size */
+    {{6, 32, 8, 1, 131072, 128, 0, 16}, kLensB},
+    {{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, /* block size 8, causal, MQA */
+    {{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, /* a block size no power of two */
+};
+enum { N_CASES = sizeof kCases / sizeof kCases[0] };
+
+START_TEST(every_version_passes_awkward_pages) {
+  attn_options o;
+  memset(&o, 0, sizeof o);
+  const int *x = kCases[_i].shape;
+  o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+  o.problem.block_size = x[7];
+  o.problem.kv_lens = kCases[_i].lens;
+  o.seed = 70 + (uint64_t)_i;
+  o.iters = 2; /* a second call on the workspace the first left */
+  o.warmup = 1;
+  attn_result r[L07_VERSIONS];
+  ck_assert_int_eq(attn_run_versions(&l07_lesson, &o, &g_dev, r, stdout), 0);
+  const int pow2 = (x[7] & (x[7] - 1)) == 0;
+  for (int v = 0; v < L07_VERSIONS; ++v) {
+    /* the skips the table declares: version 3 wants a power-of-two block size, the dense
+     * one-launch yardstick (4) one length for every sequence */
+    const int may_skip =
+        attn_device_sm(&g_dev) < 80 || (v == 2 && !pow2) || (v == 3 && kCases[_i].lens != NULL);
+    if (v == 2 && !pow2) ck_assert_int_eq(r[v].status, ATTN_SKIPPED);
+    if (r[v].status == ATTN_SKIPPED) {
+      ck_assert_msg(may_skip, "%s skipped: %s", r[v].version->name, r[v].note);
+      continue;
+    }
+    ck_assert_msg(r[v].status == ATTN_PASS, "%s: %s", r[v].version->name, r[v].note);
+    ck_assert_uint_gt(r[v].verdict.compared, 0);
+    ck_assert_uint_eq(r[v].verdict.unwritten, 0);
+    ck_assert_uint_eq(r[v].verdict.nonfinite, 0);
+  }
+}
+END_TEST
+
+/* The cache manager driving the two data movers: two sequences grow, one forks, the child writes
+ * into the shared last block (copy-on-write), and after the copies and appends every token's row
+ * is in its slot, read back through the table, and every slot no token owns is still NaN. */
+static uint16_t value(int seq, int t, int e) { /* a bf16 that names its token */
+  return attn_f32_to_bf16((float)(seq * 1000 + t) + 0.125f * (float)(e % 8));
+}
+
+START_TEST(append_and_copy_on_write_through_the_manager) {
+  if (attn_device_sm(&g_dev) < 80) return;
+  enum { BS = 4, BLOCKS = 12, KVH = 2, DIM = 64, ROW = KVH * DIM };
+  l07_cache c;
+  ck_assert_int_eq(l07_cache_init(&c, BLOCKS, BS, 4, 8), L07_OK);
+  uint16_t *host = malloc(sizeof(uint16_t) * BLOCKS * BS * ROW);
+  uint16_t *rows = malloc(sizeof(uint16_t) * 16 * ROW);
+  ck_assert(host && rows);
+  void *kc, *vc, *kn;
+  int *dslots;
+  l07_copy *dcopy;
+  ATTN_CHECK(cudaMalloc(&kc, sizeof(uint16_t) * BLOCKS * BS * ROW));
+  ATTN_CHECK(cudaMalloc(&vc, sizeof(uint16_t) * BLOCKS * BS * ROW));
+  ATTN_CHECK(cudaMalloc(&kn, sizeof(uint16_t) * 16 * ROW));
+  ATTN_CHECK(cudaMalloc((void **)&dslots, sizeof(int) * 16));
+  ATTN_CHECK(cudaMalloc((void **)&dcopy, sizeof(l07_copy)));
+  ATTN_CHECK(cudaMemset(kc, 0xff, sizeof(uint16_t) * BLOCKS * BS * ROW)); /* NaN everywhere */
+  ATTN_CHECK(cudaMemset(vc, 0xff, sizeof(uint16_t) * BLOCKS * BS * ROW));
+  /* seq_of[s] and len_of[s]: whose tokens sequence s holds, for the check (a fork holds its
+   * parent's first tokens, then its own) */
+  int a, b, slots[16];
+  l07_copy cp;
+  const int appends[4][3] = {{0, 6, -1}, {1, 3, -1}, {0, 0, 2}, {2, 5, -1}}; /* seq, n, fork */
+  int ids[3];
+  ck_assert_int_eq(l07_seq_open(&c, &a), L07_OK);
+  ck_assert_int_eq(l07_seq_open(&c, &b), L07_OK);
+  ids[0] = a, ids[1] = b;
+  for (int step = 0; step < 4; ++step) {
+    if (appends[step][2] >= 0) { /* fork sequence 0 into id 2 */
+      ck_assert_int_eq(l07_seq_fork(&c, ids[0], &ids[2]), L07_OK);
+      continue;
+    }
+    const int s = ids[appends[step][0]], n = appends[step][1], len = l07_seq_len(&c, s);
+    ck_assert_int_eq(l07_seq_append(&c, s, n, slots, &cp), L07_OK);
+    if (cp.tokens) { /* the copy first, on the same stream, then the new tokens */
+      ATTN_CHECK(cudaMemcpy(dcopy, &cp, sizeof cp, cudaMemcpyHostToDevice));
+      ck_assert_int_eq(l07_copy_blocks(dcopy, 1, BS, KVH, DIM, kc, vc, 0), cudaSuccess);
+    }
+    for (int i = 0; i < n; ++i)
+      for (int e = 0; e < ROW; ++e) rows[i * ROW + e] = value(appends[step][0], len + i, e);
+    ATTN_CHECK(cudaMemcpy(kn, rows, sizeof(uint16_t) * n * ROW, cudaMemcpyHostToDevice));
+    ATTN_CHECK(cudaMemcpy(dslots, slots, sizeof(int) * n, cudaMemcpyHostToDevice));
+    ck_assert_int_eq(l07_append(kn, kn, dslots, n, KVH, DIM, kc, vc, 0), cudaSuccess);
+  }
+  ck_assert_int_eq(cp.tokens, 2); /* the fork's first append copied 2 tokens */
+  ATTN_CHECK(cudaMemcpy(host, vc, sizeof(uint16_t) * BLOCKS * BS * ROW, cudaMemcpyDeviceToHost));
+  char *owned = calloc(BLOCKS * BS, 1);
+  ck_assert_ptr_nonnull(owned);
+  for (int k = 0; k < 3; ++k) {
+    const int s = ids[k], len = l07_seq_len(&c, s);
+    for (int t = 0; t < len; ++t) {
+      const int slot = l07_seq_table(&c, s)[t / BS] * BS + t % BS;
+      const int who = k == 2 && t < 6 ? 0 : k; /* the fork's first 6 tokens are its parent's */
+      owned[slot] = 1;
+      for (int e = 0; e < ROW; ++e)
+        ck_assert_msg(host[(size_t)slot * ROW + e] == value(who, t, e),
+                      "sequence %d token %d element %d", k, t, e);
+    }
+  }
+  for (int slot = 0; slot < BLOCKS * BS; ++slot)
+    if (!owned[slot]) ck_assert_msg(host[(size_t)slot * ROW] == 0xffff, "slot %d written", slot);
+  ck_assert_int_eq(l07_append(kn, kn, dslots, 1, 3, 3, kc, vc, 0), cudaErrorInvalidValue);
+  free(owned), free(host), free(rows);
+  ATTN_CHECK(cudaFree(kc));
+  ATTN_CHECK(cudaFree(vc));
+  ATTN_CHECK(cudaFree(kn));
+  ATTN_CHECK(cudaFree(dslots));
+  ATTN_CHECK(cudaFree(dcopy));
+  l07_cache_destroy(&c);
+}
+END_TEST
+
+int main(void) {
+  attn_test_gpu_or_skip(&g_dev);
+  Suite *s = suite_create("lesson07_gpu");
+  TCase *tc = tcase_create("gpu");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, every_version_passes_awkward_pages, 0, N_CASES);
+  tcase_add_test(tc, append_and_copy_on_write_through_the_manager);
+  suite_add_tcase(s, tc);
+  return attn_test_run(s, 1);
+}
