@@ -32,6 +32,8 @@ typedef struct l07_loop_config {
   int dim;        /**< head dimension */
   int block_size; /**< tokens per block */
   int num_blocks; /**< blocks in the pool */
+  int check_pool; /**< GPU loop only: after each step's writes, read the pool back and compare
+                       every live token's K and V through the table with the dense copy (slow) */
   uint64_t seed;  /**< the workload's seed */
 } l07_loop_config;
 

@@ -152,6 +152,36 @@ cudaError_t l07_append(const void *k_new, const void *v_new, const int *slots, i
 cudaError_t l07_copy_blocks(const l07_copy *copies, int n_copies, int block_size, int kv_heads,
                             int dim, void *k_cache, void *v_cache, cudaStream_t stream);
 
+/** The launcher of paged version @p version (1..L07_PAGED_VERSIONS) for head dimension @p dim (64
+ * or 128), or NULL. */
+l07_paged_fn l07_launcher(int version, int dim);
+
+/** What the decode loop did on the GPU. */
+typedef struct l07_loop_gpu_result {
+  l07_loop_result loop; /**< the schedule's counts; max_abs against the fp64 reference */
+  attn_verdict verdict; /**< every checked element against the fp64 reference (bf16 tolerances) */
+  long checked_rows;    /**< query rows compared with the reference */
+  long pool_mismatches; /**< with cfg->check_pool: token rows whose pool copy differed */
+  double decode_ms;     /**< the decode kernels' time, summed over the steps (CUDA events) */
+  double kv_bytes;      /**< K + V bytes those decodes needed: 2 x length x kv_heads x dim x 2 */
+} l07_loop_gpu_result;
+
+/**
+ * The decode loop on the GPU: the schedule of l07_decode_loop_cpu() (arrivals with prompts, one
+ * token per live sequence per step, forks, finishes) over a bf16 pool on the device. Each step
+ * appends its new tokens with one launch of l07_append(), split only where a copy-on-write copy
+ * (l07_copy_blocks()) must come between (its source may hold a prompt staged in the same step),
+ * then runs one paged decode of version @p version over the live sequences; sequences
+ * finish after that, so a freed block is written again only by a later step. Every row of O must
+ * be written and finite, and the heads of one KV group per sequence and step (a different group
+ * each step) are checked against an fp64 reference over a dense host copy of the sequence. The
+ * pool starts as NaN.
+ * @return 0 when it ran (see out->verdict and out->loop.free_at_end), -1 for a bad configuration
+ *         or no host memory, -2 for a CUDA error; @p err says which.
+ */
+int l07_decode_loop_gpu(const l07_loop_config *cfg, int version, l07_loop_gpu_result *out,
+                        char *err, size_t err_len);
+
 /** The lesson's table of versions, its default shape and head dimensions. */
 extern const attn_lesson l07_lesson;
 

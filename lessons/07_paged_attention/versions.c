@@ -15,6 +15,11 @@ static int (*const kSplitPerSm[2][2])(void) = {
     {l07_paged_split_per_sm_d64, l07_paged_split_per_sm_d128},
     {l07_paged_pipeline_per_sm_d64, l07_paged_pipeline_per_sm_d128}};
 
+l07_paged_fn l07_launcher(int version, int dim) {
+  if ((dim != 64 && dim != 128) || version < 1 || version > L07_PAGED_VERSIONS) return NULL;
+  return version == 1 ? kRow[dim == 128] : kSplit[version == 3][dim == 128];
+}
+
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim) {
   const int units = l06_units(6, 1, heads, kv_heads, seq_q); /* of one sequence */
@@ -35,11 +40,10 @@ size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads
 }
 
 static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  const l07_paged_fn f =
-      a->version == 1 ? kRow[p->dim == 128] : kSplit[a->version == 3][p->dim == 128];
-  return f(a->q, a->k_cache, a->v_cache, a->block_table, a->seq_lens, p->kv_lens, a->o, a->lse,
-           (float *)a->workspace, a->workspace_bytes, p->batch, p->heads, p->kv_heads, p->seq_q,
-           p->seq_kv, a->max_blocks, p->block_size, p->causal, attn_scale(p), s);
+  return l07_launcher(a->version, p->dim)(
+      a->q, a->k_cache, a->v_cache, a->block_table, a->seq_lens, p->kv_lens, a->o, a->lse,
+      (float *)a->workspace, a->workspace_bytes, p->batch, p->heads, p->kv_heads, p->seq_q,
+      p->seq_kv, a->max_blocks, p->block_size, p->causal, attn_scale(p), s);
 }
 
 static const char *supports(const attn_problem *p) {
@@ -270,10 +274,52 @@ static int cpu_part(const attn_options *o) {
   return status | (rc != 0);
 }
 
-/* What the split bought over one block per row, and each paged version against the faster dense
- * yardstick that ran: the cost of reading through the block table. */
+/* The decode loop on the GPU at this shape's heads, dimension and block size, version 3 (version
+ * 2 for a block size that is no power of two). */
+static int gpu_decode_loop(const attn_options *o) {
+  const attn_problem *p = &o->problem;
+  const int pow2 = (p->block_size & (p->block_size - 1)) == 0, version = pow2 ? 3 : 2;
+  l07_loop_config cfg = {.max_live = 16,
+                         .steps = 64,
+                         .prompt_min = 16,
+                         .prompt_max = 2048,
+                         .output_min = 8,
+                         .output_max = 128,
+                         .fork_every = 8,
+                         .heads = p->heads,
+                         .kv_heads = p->kv_heads,
+                         .dim = p->dim,
+                         .block_size = p->block_size,
+                         .seed = o->seed};
+  /* every sequence and fork at its longest: the GPU loop never waits for blocks */
+  cfg.num_blocks = 2 * cfg.max_live *
+                   ((cfg.prompt_max + cfg.output_max + 1 + p->block_size - 1) / p->block_size);
+  l07_loop_gpu_result r;
+  char err[200];
+  if (l07_decode_loop_gpu(&cfg, version, &r, err, sizeof err) != 0) {
+    printf("\n%s\n", err);
+    return 1;
+  }
+  const int ok = r.verdict.pass && r.loop.free_at_end == cfg.num_blocks && r.checked_rows > 0;
+  const double us = r.loop.steps ? 1e3 * r.decode_ms / r.loop.steps : 0.0;
+  printf(
+      "\ndecode loop on the GPU (%s, block size %d, pool of %d blocks): %ld steps, %ld rows "
+      "decoded,\n  %ld sequences started and %ld finished, %ld copy-on-write copies; one KV group "
+      "per sequence and step\n  checked against fp64 (%ld rows): max |diff| %.3g, %s; free blocks "
+      "at the end %d of %d: %s\n  the decode kernels: %.1f us per step, %.0f rows/s, %.0f GB/s "
+      "of K + V (no L2 flush: a serving loop's steady state)\n",
+      l07_lesson.versions[version - 1].name, cfg.block_size, cfg.num_blocks, r.loop.steps,
+      r.loop.tokens, r.loop.started, r.loop.finished, r.loop.copies, r.checked_rows,
+      r.verdict.max_abs, r.verdict.pass ? "PASS" : "FAIL", r.loop.free_at_end, cfg.num_blocks,
+      ok ? "PASS" : "FAIL", us, r.decode_ms > 0 ? r.loop.tokens / (r.decode_ms * 1e-3) : 0.0,
+      r.decode_ms > 0 ? r.kv_bytes / (r.decode_ms * 1e-3) / 1e9 : 0.0);
+  return !ok;
+}
+
+/* What the split bought over one block per row, each paged version against the faster dense
+ * yardstick that ran (the cost of reading through the block table), and, when every version ran,
+ * the decode loop on the GPU. */
 static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
-  (void)o;
   if (!dev || n < L07_VERSIONS) return 0;
   const attn_result *best = NULL;
   for (int v = L07_PAGED_VERSIONS; v < L07_VERSIONS; ++v)
@@ -282,14 +328,16 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
       best = &r[v];
   if (r[0].timed && r[1].timed && r[1].timing.median_ms > 0.0)
     printf("\npaged-split vs paged-row: %.2fx\n", r[0].timing.median_ms / r[1].timing.median_ms);
-  if (!best) return 0;
-  printf("paged against the faster dense yardstick (%s, the same values):", best->version->name);
-  for (int v = 1; v < L07_PAGED_VERSIONS; ++v)
-    if (r[v].timed && r[v].timing.median_ms > 0.0)
-      printf(" %s %.1f%%", r[v].version->name,
-             100.0 * best->timing.median_ms / r[v].timing.median_ms);
-  printf(" of its speed\n");
-  return 0;
+  if (best) {
+    printf("paged against the faster dense yardstick (%s, the same values):", best->version->name);
+    for (int v = 1; v < L07_PAGED_VERSIONS; ++v)
+      if (r[v].timed && r[v].timing.median_ms > 0.0)
+        printf(" %s %.1f%%", r[v].version->name,
+               100.0 * best->timing.median_ms / r[v].timing.median_ms);
+    printf(" of its speed\n");
+  }
+  /* the loop comes with the whole program; `./run N` runs version N alone */
+  return o->version ? 0 : gpu_decode_loop(o);
 }
 
 static const int kDims[2] = {64, 128};

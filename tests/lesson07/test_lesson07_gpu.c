@@ -146,6 +146,48 @@ START_TEST(append_and_copy_on_write_through_the_manager) {
 }
 END_TEST
 
+/* The decode loop on the GPU: forks and copy-on-write, every checked row within the bf16 tolerance,
+ * no NaN from a slot nobody owns, every block back at the end; block sizes 8 and 16 (version 3)
+ * and 24 (version 2), GQA 4:1 and dimension 64. */
+START_TEST(gpu_decode_loop_checks_every_step) {
+  if (attn_device_sm(&g_dev) < 80) return;
+  static const int bss[3] = {16, 8, 24};
+  const int bs = bss[_i], version = bs == 24 ? 2 : 3;
+  l07_loop_config cfg = {.max_live = 6,
+                         .steps = 40,
+                         .prompt_min = 1,
+                         .prompt_max = 300,
+                         .output_min = 1,
+                         .output_max = 40,
+                         .fork_every = 5,
+                         .heads = 8,
+                         .kv_heads = 2,
+                         .dim = 64,
+                         .block_size = bs,
+                         .check_pool = 1,
+                         .seed = 7 + (uint64_t)_i};
+  cfg.num_blocks = 2 * cfg.max_live * ((300 + 40 + 1 + bs - 1) / bs);
+  l07_loop_gpu_result r;
+  char err[200];
+  ck_assert_msg(l07_decode_loop_gpu(&cfg, version, &r, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq(r.loop.steps, 40);
+  ck_assert_int_gt(r.loop.tokens, 40);
+  ck_assert_int_gt(r.loop.copies, 0); /* forks of partly filled blocks were copied */
+  ck_assert_int_eq(r.loop.started, r.loop.finished);
+  ck_assert_int_eq(r.loop.free_at_end, cfg.num_blocks);
+  ck_assert_int_gt(r.checked_rows, 0);
+  ck_assert_int_eq(r.pool_mismatches, 0); /* every token's K and V where the table says */
+  ck_assert_uint_eq(r.verdict.nonfinite, 0);
+  ck_assert_msg(r.verdict.pass, "max |diff| %g", r.verdict.max_abs);
+  ck_assert_double_gt(r.decode_ms, 0.0);
+  /* a configuration it must refuse, and a version it does not have */
+  l07_loop_config bad = cfg;
+  bad.heads = 7;
+  ck_assert_int_eq(l07_decode_loop_gpu(&bad, version, &r, err, sizeof err), -1);
+  ck_assert_int_eq(l07_decode_loop_gpu(&cfg, 9, &r, err, sizeof err), -1);
+}
+END_TEST
+
 int main(void) {
   attn_test_gpu_or_skip(&g_dev);
   Suite *s = suite_create("lesson07_gpu");
@@ -153,6 +195,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, every_version_passes_awkward_pages, 0, N_CASES);
   tcase_add_test(tc, append_and_copy_on_write_through_the_manager);
+  tcase_add_loop_test(tc, gpu_decode_loop_checks_every_step, 0, 3);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 1);
 }
