@@ -1918,6 +1918,150 @@ def r_headline(a, ctx):
                       table(["lesson", "headline", "against PyTorch"], rows)])
 
 
+# ---- Lesson 07 ------------------------------------------------------------------------------------
+
+L07_DEFAULT = att(1, 32, 1, 128, kvh=8, skv=32768)
+L07_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "dense-one-launch",
+             5: "dense-varlen"}
+# The runs at the default shape, in the order of the default run and of
+# lessons/07_paged_attention/gpu-runs.txt (lessons.csv has no block-size column: the n-th row of a
+# version at the default shape is the n-th of these runs).
+L07_BLOCK_SIZES = [16, 8, 32, 64, 128]
+# (label, shape or kv_lens) of the other rows of gpu-runs.txt
+L07_SHAPES = [("kv 131072", att(1, 32, 1, 128, kvh=8, skv=131072)),
+              ("batch 8", att(8, 32, 1, 128, kvh=8, skv=32768)),
+              ("batch 32, kv 8192", att(32, 32, 1, 128, kvh=8, skv=8192)),
+              ("batch 128, kv 1024", att(128, 32, 1, 128, kvh=8, skv=1024)),
+              ("one of 131072 keys, 31 of 1024", {"kv_lens": "131072,1024x31"}),
+              ("32k, 8k, 2k, 4 x 512, 17, 1; 2 rows, causal", {"kv_lens": "32768,8192,2048,512x4,17,1"}),
+              ("dim 64", att(1, 32, 1, 64, kvh=8, skv=32768)),
+              ("32 KV heads, kv 8192", att(1, 32, 1, 128, kvh=32, skv=8192))]
+
+
+def l07_missing(a):
+    return a.one(7, 3, **L07_DEFAULT) is None
+
+
+def l07_dense(rows):
+    """The faster dense yardstick of a run (versions 4 and 5 of its rows)."""
+    ts = [r for r in rows if r and r["version"] in (4, 5) and r["ms"]]
+    return min(ts, key=lambda r: r["ms"]) if ts else None
+
+
+def r_l07_default(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l07_missing(a):
+        return src + "\n\nThe lesson's table: " + NO_RUN + "."
+    rs = {v: a.one(7, v, **L07_DEFAULT) for v in range(1, 6)}
+    best = l07_dense(rs.values())
+    rows = []
+    for v in range(1, 6):
+        r, t = rs[v], us(rs[v])
+        rows.append([v, f"`{L07_NAMES[v]}`", "-" if t is None else
+                     (f"{t:.0f} us" if t >= 100 else f"{t:.1f} us"), f(r and r["gbs"], 0),
+                     pc(r and r["pct_bw"]),
+                     pc(100.0 * best["ms"] / r["ms"] if r and r["ms"] and best else None)])
+    return "\n".join([src, "", "Default shape: batch 1, 32 heads, 8 KV heads, kv 32768, dim 128, "
+                      "block size 16, pages in a shuffled order:", "",
+                      table(["#", "version", "time", "GB/s", "% of HBM",
+                             "% of the faster dense speed"], rows)])
+
+
+def r_l07_block_sizes(a, ctx):
+    src = source(a, ["lessons.csv"])
+    runs = {v: a.rows(7, v, timed=True, **L07_DEFAULT) for v in range(1, 6)}
+    if any(len(runs[v]) < len(L07_BLOCK_SIZES) for v in (2, 3, 4, 5)):
+        return src + "\n\nBlock sizes: " + NO_RUN + "."
+    rows = []
+    for i, bs in enumerate(L07_BLOCK_SIZES):
+        best = l07_dense([runs[4][i], runs[5][i]])
+        v2, v3 = runs[2][i], runs[3][i]
+        rows.append([bs, f(tbs(v2), 2), f(tbs(v3), 2), f(tbs(best), 2),
+                     pc(100.0 * best["ms"] / v2["ms"]), pc(100.0 * best["ms"] / v3["ms"])])
+    rows.sort(key=lambda r: r[0])
+    return "\n".join([src, "", "The default shape at each block size (TB/s of K + V; the dense "
+                      "yardstick ran beside each):", "",
+                      table(["block size", "v2", "v3", "dense", "v2 / dense", "v3 / dense"], rows)])
+
+
+def r_l07_shapes(a, ctx):
+    src = source(a, ["lessons.csv"])
+    if l07_missing(a):
+        return src + "\n\nOther shapes: " + NO_RUN + "."
+    rows = []
+    for label, shape in L07_SHAPES:
+        rs = [a.one(7, v, **shape) for v in range(1, 6)]
+        if rs[2] is None:
+            rows.append([label, "-", "-", "-", "-", "-"])
+            continue
+        best = l07_dense(rs)
+        rows.append([label, f(tbs(rs[0]), 2), f(tbs(rs[1]), 2), f(tbs(rs[2]), 2), f(tbs(best), 2),
+                     pc(100.0 * best["ms"] / rs[2]["ms"] if best else None)])
+    return "\n".join([src, "", "Other rows of the same run (TB/s; block size 16):", "",
+                      table(["shape", "v1", "v2", "v3", "dense", "v3 / dense"], rows)])
+
+
+def r_l07_loop(a, ctx):
+    src = source(a, ["gpu-suite.log"])
+    lines = []
+    for title, body in (a.log or {}).get("sections", []):
+        if title.startswith("lesson-7") and title.strip() == "lesson-7":
+            lines = body
+            break
+    text = " ".join(x.strip() for x in lines)
+    m = re.search(r"decode loop on the GPU \((\S+), block size (\d+), pool of (\d+) blocks\): "
+                  r"(\d+) steps, (\d+) rows decoded, (\d+) sequences started and (\d+) finished, "
+                  r"(\d+) copy-on-write copies; .*?checked against fp64 \((\d+) rows\): max \|diff\| "
+                  r"(\S+), (PASS|FAIL); free blocks at the end (\d+) of (\d+): (PASS|FAIL) "
+                  r"the decode kernels: ([\d.]+) us per step, (\d+) rows/s, (\d+) GB/s", text)
+    if not m:
+        return src + "\n\nThe decode loop on the GPU: " + NO_LOG + "."
+    g = m.groups()
+    return "\n".join([src, "", (
+        f"`./run` at the default shape: {g[3]} steps of up to 16 live sequences (prompts of 16 to "
+        f"2048 tokens, 8 to 128 generated, a fork every 8 steps), {g[4]} rows decoded by "
+        f"`{g[0]}` at block size {g[1]}, {g[5]} sequences started and {g[6]} finished, {g[7]} "
+        f"copy-on-write copies. {g[8]} query rows checked against fp64: max |diff| {g[9]}, "
+        f"{g[10]}; free blocks at the end {g[11]} of {g[12]}: {g[13]}. The decode kernels took "
+        f"{g[14]} us per step on average: {int(g[15]):,} rows/s and {g[16]} GB/s of K + V, small "
+        f"batches of short sequences, where a decode is mostly its fixed cost (no L2 flush).")])
+
+
+def r_l07_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(7, "cudnn-paged-bs16"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    shapes = sorted({(r["batch"], r["seq_kv"]) for r in a.peers
+                     if int(r["lesson"]) == 7 and r["impl"] == "cudnn-paged-bs16" and r["gbs"]})
+    rows, wins, n, worst, dense_low = [], 0, 0, None, []
+    for mixed in ("", "-mixed"):
+        for b, skv in shapes:
+            kv = dict(dim=128, kv_heads=8, batch=b, seq_kv=skv)
+
+            def rate(impl):
+                return tbs(a.peer(7, re.escape(impl + mixed), **kv))
+            cp, cd, v2, v3 = (rate(x) for x in ("cudnn-paged-bs16", "cudnn-dense",
+                                                "v2-paged-split-bs16", "v3-paged-pipeline-bs16"))
+            l06 = max([x for x in (rate("l06-v5-one-launch"), rate("l06-v6-varlen")) if x],
+                      default=None)
+            if cp is None or v3 is None:
+                continue
+            n += 1
+            wins += v3 >= cp
+            worst = min(worst, v3 / cp) if worst else v3 / cp
+            if l06:
+                dense_low.append(v3 / l06)
+            rows.append([b, seq_label(skv), "mixed" if mixed else "equal", f(cp, 2), f(cd, 2),
+                         f(l06, 2), f(v2, 2), f(v3, 2), xs(ratio(v3, cp)), pc(100 * v3 / l06 if l06 else None)])
+    return "\n".join([src, "", table(["batch", "kv", "lengths", "cuDNN paged", "cuDNN dense",
+                                      "lesson 06", "v2", "v3", "v3 / cuDNN paged",
+                                      "v3 % of lesson 06"], rows), "",
+                      f"Version 3 matches or beats cuDNN's paged graph on {wins} of these {n} rows; "
+                      f"its lowest ratio is {worst:.2f}. Against lesson 06's faster dense kernel on "
+                      f"the same values it runs at {100 * min(dense_low):.0f}% to "
+                      f"{100 * max(dense_low):.0f}%."])
+
+
 RENDERERS = {
     "headline": r_headline,
     "pyramid": r_pyramid, "host-link": r_host_link, "hbm": r_hbm, "l2": r_l2, "banks": r_banks,
@@ -1935,6 +2079,8 @@ RENDERERS = {
     "sanitizers": r_sanitizers, "transcript": r_transcript, "versions": r_versions,
     "l06-default": r_l06_default, "l06-speedups": r_l06_speedups, "l06-shapes": r_l06_shapes,
     "l06-varlen": r_l06_varlen, "l06-peers": r_l06_peers, "l06-targets": r_l06_targets,
+    "l07-default": r_l07_default, "l07-block-sizes": r_l07_block_sizes,
+    "l07-shapes": r_l07_shapes, "l07-loop": r_l07_loop, "l07-peers": r_l07_peers,
 }
 
 # ---- Regions -------------------------------------------------------------------------------------
