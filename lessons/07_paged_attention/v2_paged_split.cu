@@ -66,7 +66,8 @@
 #define FD_CAT(a, b) FD_CAT_(a, b)
 /** This build's kernel: l07_paged_split_kernel_d64 or l07_paged_split_kernel_d128. */
 #define FD_KERNEL FD_CAT(l07_paged_split_kernel_d, HEAD_DIM)
-/** This build's launcher: l07_paged_split_d64() or l07_paged_split_d128(), in flash_decoding.h. */
+/** This build's launcher: l07_paged_split_d64() or l07_paged_split_d128(), in
+ * paged_attention.h. */
 #define FD_LAUNCH FD_CAT(l07_paged_split_d, HEAD_DIM)
 /** This build's occupancy query: l07_paged_split_per_sm_d64() or l07_paged_split_per_sm_d128(). */
 #define FD_PER_SM FD_CAT(l07_paged_split_per_sm_d, HEAD_DIM)

@@ -68,7 +68,7 @@
 /** This build's kernel: l07_paged_pipeline_kernel_d64 or l07_paged_pipeline_kernel_d128. */
 #define FD_KERNEL FD_CAT(l07_paged_pipeline_kernel_d, HEAD_DIM)
 /** This build's launcher: l07_paged_pipeline_d64() or l07_paged_pipeline_d128(), in
- * flash_decoding.h. */
+ * paged_attention.h. */
 #define FD_LAUNCH FD_CAT(l07_paged_pipeline_d, HEAD_DIM)
 /** This build's occupancy query: l07_paged_pipeline_per_sm_d64() or
  * l07_paged_pipeline_per_sm_d128(). */
