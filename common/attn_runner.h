@@ -165,6 +165,10 @@ typedef struct attn_lesson {
   int (*cpu_part)(const attn_options *o);
   /** Optional: printed after the table (e.g. lesson 1's pyramid). @p dev is NULL without a GPU. */
   int (*report)(const attn_options *o, const attn_device *dev, const attn_result *results, int n);
+  /** 0, or the one compute capability the lesson's kernels run on (90 for code built for sm_90a,
+   *  which no other GPU, older or newer, can run). On any other GPU the program says so in one
+   *  line, runs the CPU part and exits with its result; attn_run_versions() skips every version. */
+  int only_sm;
 } attn_lesson;
 
 /**

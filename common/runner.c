@@ -501,6 +501,10 @@ int attn_run_versions(const attn_lesson *L, const attn_options *o, const attn_de
     }
     if (dead) {
       why = "not run: an earlier version left the GPU in an error state";
+    } else if (L->only_sm > 0 && sm != L->only_sm) {
+      snprintf(buf, sizeof buf, "built for sm_%da: runs on sm_%d only, this GPU is sm_%d",
+               L->only_sm, L->only_sm, sm);
+      why = buf;
     } else if (v->min_sm > 0 && sm < v->min_sm) {
       snprintf(buf, sizeof buf, "needs sm_%d or newer, this GPU is sm_%d", v->min_sm, sm);
       why = buf;
@@ -739,6 +743,14 @@ int attn_main(int argc, char **argv, const attn_lesson *L) {
     return finish(status, csv, o.csv_path, 0, prog);
   }
   attn_device_print(&dev, stdout);
+  if (L->only_sm > 0 && attn_device_sm(&dev) != L->only_sm) {
+    printf(
+        "lesson %d needs an sm_%d GPU: its kernels are built for sm_%da, which runs on no other "
+        "architecture; this GPU (%s) is sm_%d\n%s; the GPU part was not run (exit code %d: %s)\n",
+        L->number, L->only_sm, L->only_sm, dev.name, attn_device_sm(&dev), cpu_ran, status,
+        status ? "the CPU part failed" : "nothing failed");
+    return finish(status, csv, o.csv_path, 0, prog);
+  }
 
   size_t dev_free = 0, dev_total = 0;
   if (cudaMemGetInfo(&dev_free, &dev_total) != cudaSuccess) {

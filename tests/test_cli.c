@@ -13,7 +13,7 @@ static const attn_version kVersions[3] = {
 };
 static const attn_lesson kLesson = {
     9, "test lesson", kVersions, 3, {1, 16, 0, 128, 0, 64, 0, 16, 0.0f, NULL}, kDims,
-    2, NULL,          NULL};
+    2, NULL,          NULL,      0};
 static const attn_cli_spec kSpec = {
     "lesson-9", "test", {1, 16, 0, 128, 0, 64, 0, 16, 0.0f, NULL}, kDims, 2, 3, NULL};
 

@@ -105,7 +105,7 @@ static const attn_version kGood[] = {
      .dtype = ATTN_F32,
      .custom = &kAffine},
 };
-static const attn_lesson kGoodLesson = {0, "harness", kGood, 4, {0}, NULL, 0, NULL, NULL};
+static const attn_lesson kGoodLesson = {0, "harness", kGood, 4, {0}, NULL, 0, NULL, NULL, 0};
 
 static attn_options options(attn_problem p, int check_only) {
   attn_options o;
@@ -199,7 +199,7 @@ START_TEST(runner_catches_broken_versions) {
        .supports = never,
        .launch = th_attention_f32},
   };
-  const attn_lesson lesson = {0, "broken", bad, 4, {0}, NULL, 0, NULL, NULL};
+  const attn_lesson lesson = {0, "broken", bad, 4, {0}, NULL, 0, NULL, NULL, 0};
   attn_problem p = {2, 4, 2, 33, 33, 64, 1, 16, 0.0f, NULL};
   attn_options o = options(p, 1);
   attn_result r[4];
@@ -222,6 +222,21 @@ static cudaError_t noop_thunk(void *ctx, cudaStream_t s) {
   return th_affine(buf, buf + 1024, 1024, s);
 }
 
+/* A lesson whose kernels run on one architecture only (lesson 05: sm_90a) skips every version, with
+ * the reason, on any other GPU: here an architecture no GPU has. */
+START_TEST(only_sm_skips_every_version_elsewhere) {
+  attn_lesson other = kGoodLesson;
+  other.only_sm = 10;
+  attn_options o = options(kShapes[1], 1);
+  attn_result r[4];
+  ck_assert_int_eq(attn_run_versions(&other, &o, &g_dev, r, stdout), 0);
+  for (int i = 0; i < 4; ++i) {
+    ck_assert_int_eq(r[i].status, ATTN_SKIPPED);
+    ck_assert_msg(strstr(r[i].note, "runs on sm_10 only") != NULL, "note: %s", r[i].note);
+  }
+}
+END_TEST
+
 START_TEST(timer_median_and_flush) {
   float *buf = NULL;
   ATTN_CHECK(cudaMalloc((void **)&buf, 2048 * sizeof(float)));
@@ -243,6 +258,7 @@ int main(void) {
   tcase_add_loop_test(tc, good_versions_pass_on_awkward_shapes, 0, N_SHAPES);
   tcase_add_test(tc, timing_produces_rates);
   tcase_add_test(tc, runner_catches_broken_versions);
+  tcase_add_test(tc, only_sm_skips_every_version_elsewhere);
   tcase_add_test(tc, timer_median_and_flush);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 1);

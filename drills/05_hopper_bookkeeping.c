@@ -1,0 +1,36 @@
+/* Drill for lesson 05: the bookkeeping of a Hopper kernel, which fails silently when it is wrong (a
+ * hang, or wrong numbers with no error).
+ *
+ * Fill in the five functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
+ * then run `make drill-5`: the checklist tests say which answers are wrong. The lesson's own
+ * answers are in lessons/05_fa3_hopper/hopper_layout.c; try without looking. Hints: a stage is used
+ * once every `stages` tiles, and each use completes one phase of its barrier; a fresh barrier sits
+ * in phase 0, and the phase "before" it counts as complete. The swizzle moves whole 16-byte chunks,
+ * never the bytes inside one. The descriptor drops the 4 low bits of each byte count.
+ */
+#include "hopper_layout.h"
+
+int l05_stage(long k, int stages) {
+  (void)k, (void)stages;
+  return 0;
+}
+
+int l05_full_parity(long k, int stages) {
+  (void)k, (void)stages;
+  return 0;
+}
+
+int l05_empty_parity(long k, int stages) {
+  (void)k, (void)stages;
+  return 0;
+}
+
+uint32_t l05_swizzle128_offset(int row, int col, int rows) {
+  (void)row, (void)col, (void)rows;
+  return 0;
+}
+
+uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes) {
+  (void)addr, (void)lbo, (void)sbo, (void)swizzle_bytes;
+  return 0;
+}

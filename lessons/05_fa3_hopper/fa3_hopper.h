@@ -1,0 +1,138 @@
+/**
+ * @file fa3_hopper.h
+ * @brief Lesson 05: FlashAttention-3 on Hopper. Lesson 04's kernel moved onto the Hopper-only
+ *        hardware one feature per version: the warpgroup's asynchronous matrix multiply (wgmma),
+ *        the tensor memory accelerator (TMA) with mbarriers, and what follows from them.
+ *
+ * Versions (the lesson's table, in teaching order):
+ *  1. wgmma-bf16: lesson 04's version 7 with mma.sync replaced by wgmma.mma_async: two warpgroups
+ * of 64 query rows each, Q and K read by the tensor cores straight from 128-byte-swizzled shared
+ *     memory through descriptors, P from registers; the loads are still cp.async.
+ *  2. tma-bf16: the same, with every tile brought in by TMA (one thread issues a copy, an mbarrier
+ *     counts its bytes) into a two-stage ring; no cp.async address arithmetic left in the kernel.
+ *
+ * Every launcher takes device pointers in the BSHD layouts of attn_types.h, bf16 in and out, fp32
+ * accumulation, enqueues on the given stream, returns the first CUDA error and never exits. All
+ * write the natural-log log-sum-exp. The kernels are built for sm_90a only: they run on Hopper
+ * (H100, H200, GH200) and on no other GPU, older or newer.
+ */
+#ifndef L05_FA3_HOPPER_H
+#define L05_FA3_HOPPER_H
+
+#include "attn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Query rows per block: two consumer warpgroups of 64 rows (wgmma's M). */
+#define L05_BR 128
+/** Keys per KV tile. */
+#define L05_BC 128
+/** Rows of one warpgroup: wgmma's M. */
+#define L05_WG_ROWS 64
+/** Number of versions in the lesson. */
+#define L05_VERSIONS 2
+
+/**
+ * One attention launcher of this lesson, for one head dimension (in its name).
+ * @param q        `[batch, seq_q, heads, dim]`, bf16
+ * @param k        `[batch, seq_kv, kv_heads, dim]`, bf16
+ * @param v        `[batch, seq_kv, kv_heads, dim]`, bf16
+ * @param o        out: `[batch, seq_q, heads, dim]`, bf16
+ * @param lse      out: `[batch, heads, seq_q]`, fp32, natural log; -inf for a row that sees no key
+ * @param batch    sequences
+ * @param heads    query heads
+ * @param kv_heads key/value heads, dividing @p heads
+ * @param seq_q    query tokens per sequence, >= 1
+ * @param seq_kv   key/value tokens per sequence, >= 1
+ * @param causal   1: bottom-right causal mask
+ * @param scale    softmax scale (the caller passes 1/sqrt(dim) for the usual one)
+ * @param stream   stream to enqueue on
+ * @return cudaSuccess, cudaErrorInvalidValue for a bad shape, or the first CUDA error
+ */
+typedef cudaError_t (*l05_launch_fn)(const void *q, const void *k, const void *v, void *o,
+                                     float *lse, int batch, int heads, int kv_heads, int seq_q,
+                                     int seq_kv, int causal, float scale, cudaStream_t stream);
+
+/** @name The launchers, two head dimensions each (parameters as in l05_launch_fn)
+ *  @{ */
+/** Version 1, wgmma with cp.async loads, head dimension 64. @copydetails l05_launch_fn */
+cudaError_t l05_wgmma_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                          int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                          float scale, cudaStream_t stream);
+/** Version 1, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_wgmma_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                           int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                           float scale, cudaStream_t stream);
+/** Version 2, TMA loads into a two-stage mbarrier ring, head dimension 64.
+ *  @copydetails l05_launch_fn */
+cudaError_t l05_tma_d64(const void *q, const void *k, const void *v, void *o, float *lse, int batch,
+                        int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale,
+                        cudaStream_t stream);
+/** Version 2, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_tma_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                         int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                         float scale, cudaStream_t stream);
+/** @} */
+
+/**
+ * A TMA tensor map for one of the BSHD tensors, made on the host through the CUDA runtime's driver
+ * entry point (no link against libcuda, so the program starts without a driver): 4-D, bf16, the
+ * dimensions innermost first (dim, heads, tokens, batch), the box 64 columns x 1 head x @p box_rows
+ * tokens x 1 sequence, the 128-byte swizzle, rows past the end read as zeros.
+ * @param map      out: the 128-byte CUtensorMap, as opaque bytes
+ * @param base     the tensor's device pointer (16-byte aligned)
+ * @param batch    sequences
+ * @param tokens   tokens per sequence
+ * @param heads    heads of this tensor
+ * @param dim      head dimension (a multiple of 64)
+ * @param box_rows tokens per box (1..256)
+ * @return cudaSuccess; cudaErrorInvalidValue for arguments TMA cannot describe;
+ *         cudaErrorNotSupported when the driver has no cuTensorMapEncodeTiled
+ */
+cudaError_t l05_tensor_map(void *map, const void *base, int batch, int tokens, int heads, int dim,
+                           int box_rows);
+
+/**
+ * Any version by number, for callers without the harness's structs (Python's ctypes, bench/).
+ * @param version  1..L05_VERSIONS
+ * @param dim      head dimension, 64 or 128
+ * @param q,k,v,o,lse,batch,heads,kv_heads,seq_q,seq_kv,causal,scale,stream as in l05_launch_fn;
+ *                 scale 0 means 1/sqrt(dim)
+ * @return cudaErrorInvalidValue for an unknown version or dimension, else the launcher's result
+ */
+cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
+                        float *lse, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                        int causal, float scale, cudaStream_t stream);
+
+/** Short name of version @p version (1-based), or NULL when there is none. */
+const char *l05_version_name(int version);
+
+/** The tiles of one l05_cpu_attention() run, and what it counted. */
+typedef struct l05_cpu_tiles {
+  int br;          /**< query rows per block (a multiple of @p wg_rows) */
+  int wg_rows;     /**< rows per warpgroup */
+  int bc;          /**< keys per tile */
+  long s_products; /**< out: S tiles computed (one per warpgroup per KV tile) */
+  long max_early;  /**< out: the most S tiles a warpgroup held at once (2: S_{j+1} before
+                        softmax_j) */
+} l05_cpu_tiles;
+
+/**
+ * FA3's tile loop on the CPU, in fp32, in the order its two-stage pipeline runs it: each
+ * warpgroup's rows computed apart, S for KV tile j + 1 formed before the softmax of tile j, then
+ * P_j V_j, the online softmax in base 2 with the scale folded in, bottom-right causal. In the shape
+ * attn_cpu_check() takes; @p ctx is an l05_cpu_tiles. Returns 0 (-1 when out of memory).
+ */
+int l05_cpu_attention(const attn_problem *p, const float *q, const float *k, const float *v,
+                      float *o, float *lse, void *ctx);
+
+/** The lesson's table of versions, its default shape and head dimensions. */
+extern const attn_lesson l05_lesson;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* L05_FA3_HOPPER_H */

@@ -1,0 +1,53 @@
+/* Lesson 05's drill, the lesson's answers (contracts in hopper_layout.h). */
+#include "hopper_layout.h"
+
+int l05_stage(long k, int stages) {
+  if (k < 0 || stages < 1) return -1;
+  return (int)(k % stages);
+}
+
+/* Tile k is the (k / stages)-th use of its stage, so the full barrier has completed k / stages
+ * phases before this one: wait for the phase whose parity is that count's. */
+int l05_full_parity(long k, int stages) {
+  if (k < 0 || stages < 1) return -1;
+  return (int)((k / stages) & 1);
+}
+
+/* Use u = k / stages of a stage needs use u - 1 released: the empty barrier's phase u - 1, whose
+ * parity is that of u + 1. For u = 0 that is "phase -1", which a fresh barrier reports as done. */
+int l05_empty_parity(long k, int stages) {
+  if (k < 0 || stages < 1) return -1;
+  return (int)(((k / stages) & 1) ^ 1);
+}
+
+uint32_t l05_swizzle128_offset(int row, int col, int rows) {
+  if (row < 0 || col < 0 || col >= 1024 || rows <= row) return 0xFFFFFFFFu;
+  const uint32_t panel = (uint32_t)col / 64, chunk = ((uint32_t)col % 64) / 8;
+  const uint32_t within = ((uint32_t)col % 8) * 2;
+  return panel * (uint32_t)rows * 128u + (uint32_t)row * 128u +
+         ((chunk ^ ((uint32_t)row & 7u)) << 4) + within;
+}
+
+uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes) {
+  uint64_t mode;
+  switch (swizzle_bytes) {
+    case 0:
+      mode = 0;
+      break;
+    case 128:
+      mode = 1;
+      break;
+    case 64:
+      mode = 2;
+      break;
+    case 32:
+      mode = 3;
+      break;
+    default:
+      return 0;
+  }
+  const uint32_t limit = 1u << 18;
+  if ((addr | lbo | sbo) & 15u || addr >= limit || lbo >= limit || sbo >= limit) return 0;
+  return (uint64_t)(addr >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
+         mode << 62;
+}

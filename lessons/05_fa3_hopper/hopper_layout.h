@@ -1,0 +1,74 @@
+/**
+ * @file hopper_layout.h
+ * @brief Lesson 05's drill: the Hopper bookkeeping that is easy to get wrong and silent when wrong.
+ *
+ * Three pieces of arithmetic every FA3-style kernel carries, as pure functions on the CPU (the
+ * kernels in this lesson compute the same in device code; tests/lesson05/checklist.c holds both to
+ * the same answers):
+ *  - the stage ring: which shared-memory stage the k-th tile uses, and which phase parity of that
+ *    stage's "full" and "empty" mbarriers a consumer and a producer wait on;
+ *  - the 128-byte swizzle: where element (row, column) of a bf16 tile lives in shared memory when
+ *    TMA writes it with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads it with swizzle mode 1;
+ *  - the wgmma matrix descriptor: the 64-bit word that tells the tensor cores where an operand
+ *    starts in shared memory and how its 8 x 16-byte core matrices are spaced.
+ *
+ * `make drill-5` runs the checklist against drills/05_hopper_bookkeeping.c, the reader's version.
+ */
+#ifndef L05_HOPPER_LAYOUT_H
+#define L05_HOPPER_LAYOUT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * The stage of a ring of @p stages shared-memory buffers that tile @p k (0, 1, 2, ...) uses.
+ * @return k mod stages; -1 when k < 0 or stages < 1
+ */
+int l05_stage(long k, int stages);
+
+/**
+ * The phase parity a consumer waits on, on the "full" mbarrier of tile @p k's stage, before it
+ * reads the tile. Each stage's barrier completes one phase per use; phases alternate parity 0, 1,
+ * 0, ... from a freshly initialised barrier (phase 0).
+ * @return 0 or 1; -1 when k < 0 or stages < 1
+ */
+int l05_full_parity(long k, int stages);
+
+/**
+ * The phase parity a producer waits on, on the "empty" mbarrier of tile @p k's stage, before it
+ * overwrites the stage with tile k. The first pass over the ring must not block (no consumer has
+ * released anything yet, and nothing needs releasing): on a fresh barrier, waiting for the parity
+ * opposite to phase 0 returns at once.
+ * @return 0 or 1; -1 when k < 0 or stages < 1
+ */
+int l05_empty_parity(long k, int stages);
+
+/**
+ * Byte offset of bf16 element (@p row, @p col) in a tile of @p rows rows stored with the 128-byte
+ * swizzle: the columns cut into panels of 64 (128 bytes), each panel @p rows x 128 bytes, row r of
+ * a panel at r * 128 bytes, and within a row the 16-byte chunk c (8 elements) stored at chunk
+ * position c XOR (r mod 8). The tile starts on a 1024-byte boundary.
+ * @return the offset; -1 (as a uint32_t: 0xFFFFFFFF) for a negative index or col outside 0..1023
+ */
+uint32_t l05_swizzle128_offset(int row, int col, int rows);
+
+/**
+ * The wgmma shared-memory matrix descriptor.
+ * @param addr          shared-memory address of the operand's first core matrix (bytes)
+ * @param lbo           leading dimension byte offset (bytes)
+ * @param sbo           stride dimension byte offset (bytes)
+ * @param swizzle_bytes 0 (none), 32, 64 or 128
+ * @return bits 0-13 addr / 16, bits 16-29 lbo / 16, bits 32-45 sbo / 16, bits 49-51 base offset
+ *         (0), bits 62-63 the swizzle mode (0 none, 1 128-byte, 2 64-byte, 3 32-byte); 0 when an
+ *         argument cannot be encoded (not a multiple of 16, 2^18 bytes or more, another swizzle)
+ */
+uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* L05_HOPPER_LAYOUT_H */

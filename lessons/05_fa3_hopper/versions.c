@@ -1,0 +1,163 @@
+/* Lesson 05's table of versions, the flat entry point l05_forward() (for ctypes), the CPU part
+ * (the tile plan of the shape, and the CPU model checked against the reference) and the report
+ * (each version's speed against the one before it, and against lesson 04's best). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fa2_warps.h"
+#include "fa3_hopper.h"
+
+/* [version - 1][0: dim 64, 1: dim 128] */
+static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
+    {l05_wgmma_d64, l05_wgmma_d128},
+    {l05_tma_d64, l05_tma_d128},
+};
+
+cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
+                        float *lse, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                        int causal, float scale, cudaStream_t stream) {
+  if (version < 1 || version > L05_VERSIONS || (dim != 64 && dim != 128))
+    return cudaErrorInvalidValue;
+  if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
+  return kLaunch[version - 1][dim == 128](q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv,
+                                          causal, scale, stream);
+}
+
+/* One launcher for every version: the harness hands it its number (attn_args::version). */
+static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return l05_forward(a->version, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
+                     p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
+}
+
+/* The yardstick: lesson 04's best kernel (version 7) on the same inputs, in the same run. */
+static cudaError_t run_l04(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return l04_forward(L04_VERSIONS, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
+                     p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
+}
+
+static const char *supports(const attn_problem *p) {
+  return p->dim == 64 || p->dim == 128 ? NULL : "built for head dimensions 64 and 128";
+}
+
+/** Rows of the table: the versions, then the yardstick. */
+#define L05_ROWS (L05_VERSIONS + 1)
+
+/* The versions, named once: l05_version_name() and the tests read this table. */
+static const attn_version kVersions[L05_ROWS] = {
+    {.name = "wgmma-bf16",
+     .summary = "wgmma.mma_async from swizzled smem (Q, K, V), P from registers; cp.async loads",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "tma-bf16",
+     .summary = "+ TMA tiles into a two-stage ring, mbarrier waits instead of block barriers",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "l04-tiles",
+     .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run_l04},
+};
+
+const char *l05_version_name(int version) {
+  return version >= 1 && version <= L05_VERSIONS ? kVersions[version - 1].name : NULL;
+}
+
+/* The tile plan of the versions for the shape, and the CPU model against the reference. */
+static int cpu_part(const attn_options *o) {
+  const attn_problem *p = &o->problem;
+  const int n_q = (p->seq_q + L05_BR - 1) / L05_BR, n_kv = (p->seq_kv + L05_BC - 1) / L05_BC;
+  const int dim = p->dim;
+  const long smem = (long)L05_BR * dim * 2 + 4L * L05_BC * dim * 2;
+  printf(
+      "tile plan (versions 1-2): Br %d = 2 warpgroups x %d rows, Bc %d keys, 256 threads; per "
+      "(batch, head)\n  %d Q tiles x %d KV tiles; grid %lld blocks; shared memory %ld KB "
+      "(Q + 2 stages of K and V)\n"
+      "  per KV tile and warpgroup: S = Q K^T is %d wgmma m64n%dk16 (%d MACs each), O += P V is %d "
+      "wgmma m64n%dk16\n",
+      L05_BR, L05_WG_ROWS, L05_BC, n_q, n_kv, (long long)p->batch * p->heads * n_q, smem / 1024,
+      dim / 16, L05_BC, 64 * L05_BC * 16, L05_BC / 16, dim);
+
+  /* The CPU model in FA3's order on a small awkward problem with this head dimension: causal,
+   * seq_q > seq_kv (rows that see nothing), GQA 2:1, tiles that do not divide the lengths. */
+  const attn_problem s = {.batch = 1,
+                          .heads = 4,
+                          .kv_heads = 2,
+                          .seq_q = 150,
+                          .seq_kv = 97,
+                          .dim = dim,
+                          .causal = 1,
+                          .block_size = 16,
+                          .scale = 0.0f};
+  l05_cpu_tiles tiles = {.br = 32, .wg_rows = 16, .bc = 16, .s_products = 0, .max_early = 0};
+  attn_verdict vo, vl;
+  const int rc = attn_cpu_check(&s, o->seed, l05_cpu_attention, &tiles, &vo, &vl);
+  if (rc < 0) {
+    printf("cpu model: out of memory\n");
+    return 1;
+  }
+  /* S_{j+1} before softmax_j: a warpgroup with two or more tiles to visit holds two S at once. */
+  const int status = !(rc == 0 && tiles.s_products > 0 && tiles.max_early == 2);
+  printf(
+      "cpu model of FA3's pipelined tile loop (seq 150/97 causal, GQA 2:1, Br 32 = 2 x 16, Bc 16): "
+      "%s,\n  %ld S tiles, at most %ld held at once by a warpgroup\n  O:   ",
+      status ? "FAIL" : "PASS", tiles.s_products, tiles.max_early);
+  attn_verdict_print(&vo, stdout);
+  printf("\n  LSE: ");
+  attn_verdict_print(&vl, stdout);
+  printf("\n");
+  return status;
+}
+
+/* What each version bought: its rate over the previous version's, and over lesson 04's best. */
+static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
+  (void)o;
+  if (!dev) return 0;
+  const attn_result *y = &r[n - 1]; /* the yardstick */
+  printf("\nwhat each version bought (median time of the other / this one):\n");
+  for (int i = 0; i < n - 1; ++i) {
+    if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
+    if (i > 0 && r[i - 1].timed)
+      printf("  %d %-11s vs %d %-11s %6.2fx\n", i + 1, r[i].version->name, i,
+             r[i - 1].version->name, r[i - 1].timing.median_ms / r[i].timing.median_ms);
+    if (y->timed)
+      printf("  %d %-11s vs lesson 04 v%d %6.2fx\n", i + 1, r[i].version->name, L04_VERSIONS,
+             y->timing.median_ms / r[i].timing.median_ms);
+  }
+  return 0;
+}
+
+static const int kDims[2] = {64, 128};
+
+const attn_lesson l05_lesson = {
+    .number = 5,
+    .title = "FlashAttention-3 on Hopper: wgmma, TMA and mbarriers, one feature per version",
+    .versions = kVersions,
+    .n_versions = L05_ROWS,
+    .defaults = {.batch = 4,
+                 .heads = 16,
+                 .kv_heads = 0, /* same as --heads unless --kv-heads is given */
+                 .seq_q = 4096,
+                 .seq_kv = 0, /* same as --seq unless --kv-seq is given */
+                 .dim = 128,
+                 .causal = 0,
+                 .block_size = 16,
+                 .scale = 0.0f},
+    .dims = kDims,
+    .n_dims = 2,
+    .cpu_part = cpu_part,
+    .report = report,
+    .only_sm = 90,
+};

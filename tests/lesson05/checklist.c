@@ -1,0 +1,146 @@
+/* Lesson 05's checklist: the stage ring's barrier parities, the 128-byte swizzle and the wgmma
+ * descriptor (hopper_layout.h). Built against the lesson's answers (checklist-5, must pass) and
+ * against drills/05 (drill-5). The parities are checked against a model of an mbarrier, not
+ * against a formula. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hopper_layout.h"
+
+/* An mbarrier as the hardware keeps it: the number of phases completed so far. try_wait.parity(P)
+ * succeeds when the phase with parity P is the most recently completed one, i.e. when the current
+ * (incomplete) phase's parity differs from P. A fresh barrier is in phase 0. */
+static int try_wait(long completed, int parity) {
+  return (int)(completed & 1) != parity;
+}
+
+START_TEST(stage_cycles_through_the_ring) {
+  for (int stages = 1; stages <= 4; ++stages)
+    for (long k = 0; k < 40; ++k) ck_assert_int_eq(l05_stage(k, stages), (int)(k % stages));
+  ck_assert_int_eq(l05_stage(-1, 2), -1);
+  ck_assert_int_eq(l05_stage(3, 0), -1);
+}
+END_TEST
+
+/* Tile k is use u = k / stages of its stage. Its "full" barrier completes a phase each time a tile
+ * lands there: the consumer of use u must pass once u + 1 phases are complete, and must block while
+ * only u are. */
+START_TEST(full_parity_waits_for_this_use_only) {
+  for (int stages = 1; stages <= 4; ++stages)
+    for (long k = 0; k < 64; ++k) {
+      const long u = k / stages;
+      const int p = l05_full_parity(k, stages);
+      ck_assert_msg(p == 0 || p == 1, "k %ld stages %d: parity %d", k, stages, p);
+      ck_assert_msg(try_wait(u + 1, p), "k %ld stages %d: blocks after its tile landed", k, stages);
+      ck_assert_msg(!try_wait(u, p), "k %ld stages %d: passes before its tile landed", k, stages);
+    }
+  ck_assert_int_eq(l05_full_parity(-1, 2), -1);
+  ck_assert_int_eq(l05_full_parity(1, 0), -1);
+}
+END_TEST
+
+/* The "empty" barrier completes a phase each time the consumers release the stage. The producer's
+ * use u must pass once use u - 1 is released (u phases complete; none for u = 0) and must block
+ * while it is not (u - 1 phases complete). */
+START_TEST(empty_parity_first_pass_free_then_waits) {
+  for (int stages = 1; stages <= 4; ++stages)
+    for (long k = 0; k < 64; ++k) {
+      const long u = k / stages;
+      const int p = l05_empty_parity(k, stages);
+      ck_assert_msg(p == 0 || p == 1, "k %ld stages %d: parity %d", k, stages, p);
+      ck_assert_msg(try_wait(u, p), "k %ld stages %d: blocks although the stage is free", k,
+                    stages);
+      if (u > 0)
+        ck_assert_msg(!try_wait(u - 1, p), "k %ld stages %d: overwrites a stage still in use", k,
+                      stages);
+    }
+  ck_assert_int_eq(l05_empty_parity(-3, 2), -1);
+}
+END_TEST
+
+/* The swizzle is a permutation of the tile, keeps each 16-byte chunk whole, and puts the same chunk
+ * column of 8 consecutive rows in 8 different bank groups (what makes it conflict-free). */
+START_TEST(swizzle_is_a_conflict_free_permutation) {
+  const int dims[2] = {64, 128}, row_counts[3] = {8, 64, 128};
+  for (int di = 0; di < 2; ++di)
+    for (int ri = 0; ri < 3; ++ri) {
+      const int dim = dims[di], rows = row_counts[ri];
+      const size_t bytes = (size_t)rows * dim * 2;
+      unsigned char *seen = calloc(bytes, 1);
+      ck_assert_ptr_nonnull(seen);
+      for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < dim; ++c) {
+          const uint32_t off = l05_swizzle128_offset(r, c, rows);
+          ck_assert_msg(off < bytes && off % 2 == 0, "(%d, %d) of %d x %d: offset %u", r, c, rows,
+                        dim, off);
+          ck_assert_msg(!seen[off], "(%d, %d) of %d x %d: offset %u taken twice", r, c, rows, dim,
+                        off);
+          seen[off] = 1;
+          if (c % 8)
+            ck_assert_uint_eq(off, l05_swizzle128_offset(r, c - c % 8, rows) + 2u * (c % 8));
+        }
+      free(seen);
+      for (int r0 = 0; r0 < rows; r0 += 8)
+        for (int c = 0; c < dim; c += 8) {
+          unsigned groups = 0;
+          for (int r = r0; r < r0 + 8; ++r)
+            groups |= 1u << ((l05_swizzle128_offset(r, c, rows) / 16) % 8);
+          ck_assert_msg(groups == 0xFFu, "rows %d..%d, column %d: bank groups %#x", r0, r0 + 7, c,
+                        groups);
+        }
+    }
+}
+END_TEST
+
+/* A few addresses worked by hand, and the refusals. */
+START_TEST(swizzle_worked_examples) {
+  ck_assert_uint_eq(l05_swizzle128_offset(0, 0, 64), 0);
+  ck_assert_uint_eq(l05_swizzle128_offset(1, 0, 64), 128 + 16);               /* chunk 0 -> 1 */
+  ck_assert_uint_eq(l05_swizzle128_offset(1, 8, 64), 128);                    /* chunk 1 -> 0 */
+  ck_assert_uint_eq(l05_swizzle128_offset(9, 63, 16), 1152 + 96 + 14);        /* chunk 7 -> 6 */
+  ck_assert_uint_eq(l05_swizzle128_offset(3, 64, 128), 16384 + 384 + 48 + 0); /* panel 1 */
+  ck_assert_uint_eq(l05_swizzle128_offset(-1, 0, 64), 0xFFFFFFFFu);
+  ck_assert_uint_eq(l05_swizzle128_offset(64, 0, 64), 0xFFFFFFFFu);
+}
+END_TEST
+
+START_TEST(descriptor_fields) {
+  const uint64_t d = l05_wgmma_desc(0x2400, 16384, 1024, 128);
+  ck_assert_uint_eq(d & 0x3FFF, 0x2400 >> 4);
+  ck_assert_uint_eq((d >> 16) & 0x3FFF, 16384 >> 4);
+  ck_assert_uint_eq((d >> 32) & 0x3FFF, 1024 >> 4);
+  ck_assert_uint_eq((d >> 49) & 7, 0);
+  ck_assert_uint_eq(d >> 62, 1);
+  /* nothing outside the fields */
+  const uint64_t fields = 0x3FFFull | 0x3FFFull << 16 | 0x3FFFull << 32 | 7ull << 49 | 3ull << 62;
+  ck_assert_uint_eq(d & ~fields, 0);
+  ck_assert_uint_eq(l05_wgmma_desc(0x2400, 16, 1024, 64) >> 62, 2);
+  ck_assert_uint_eq(l05_wgmma_desc(0x2400, 16, 1024, 32) >> 62, 3);
+  ck_assert_uint_eq(l05_wgmma_desc(0x2400, 16, 1024, 0) >> 62, 0);
+  ck_assert_uint_eq(l05_wgmma_desc(0x3FFF0, 0x3FFF0, 0x3FFF0, 0) & 0x3FFF, 0x3FFF);
+  /* refusals: unaligned, too far, an unknown swizzle */
+  ck_assert_uint_eq(l05_wgmma_desc(0x2408, 16, 1024, 128), 0);
+  ck_assert_uint_eq(l05_wgmma_desc(0x2400, 8, 1024, 128), 0);
+  ck_assert_uint_eq(l05_wgmma_desc(1u << 18, 16, 1024, 128), 0);
+  ck_assert_uint_eq(l05_wgmma_desc(0x2400, 16, 1024, 256), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("lesson05_checklist");
+  TCase *tc = tcase_create("checklist");
+  tcase_add_test(tc, stage_cycles_through_the_ring);
+  tcase_add_test(tc, full_parity_waits_for_this_use_only);
+  tcase_add_test(tc, empty_parity_first_pass_free_then_waits);
+  tcase_add_test(tc, swizzle_is_a_conflict_free_permutation);
+  tcase_add_test(tc, swizzle_worked_examples);
+  tcase_add_test(tc, descriptor_fields);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
