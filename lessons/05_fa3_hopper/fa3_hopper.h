@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 2
+#define L05_VERSIONS 3
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -74,6 +74,15 @@ cudaError_t l05_tma_d64(const void *q, const void *k, const void *v, void *o, fl
 cudaError_t l05_tma_d128(const void *q, const void *k, const void *v, void *o, float *lse,
                          int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                          float scale, cudaStream_t stream);
+/** Version 3, a producer warpgroup and two consumers, head dimension 64.
+ *  @copydetails l05_launch_fn */
+cudaError_t l05_warpspec_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                             float scale, cudaStream_t stream);
+/** Version 3, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_warpspec_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                              float scale, cudaStream_t stream);
 /** @} */
 
 /**

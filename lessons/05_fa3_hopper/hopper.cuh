@@ -128,6 +128,19 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void *map
       : "memory");
 }
 
+/** Give back registers: every warp of the warpgroup lowers its per-thread count to 24 (a
+ * producer that only issues TMA needs few). Takes effect only when the kernel has a register cap
+ * at entry (__launch_bounds__(threads, 1)); otherwise ptxas ignores it and warns (C7508). */
+static __device__ __forceinline__ void setmaxnreg_dec_24(void) {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+}
+
+/** Take registers: every warp of the warpgroup raises its per-thread count to 240 (what a consumer
+ * warpgroup holding S, P and O needs). 128 x 24 + 256 x 240 = 64512 of the SM's 65536. */
+static __device__ __forceinline__ void setmaxnreg_inc_240(void) {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+}
+
 /** D (+)= A B, m64n64k16, A and B from shared memory through descriptors, both K-major (the
  * transpose flags 0). d[32]: this thread's share of the 64 x 64 fp32 accumulator. scale_d 0: D =
  * A B (the first k-step); 1: D += A B. */

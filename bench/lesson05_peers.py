@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Lesson 05 against PyTorch SDPA (flash, cuDNN) and lesson 04's version 7, same shapes, same run.
+
+The FlashAttention papers' forward benchmark: 16k tokens in total (batch = 16384 / seq), hidden
+2048 (heads = 2048 / dim), seq 512 to 16k, dim 64 and 128, causal and not, bf16. FLOPs are
+4 * batch * heads * seq^2 * dim, halved for causal (the papers' convention, also used here for the
+lessons' kernels, so every column is comparable).
+
+The lesson's versions (l05_forward) and lesson 04's version 7 (l04_forward, the best of lesson 04)
+are called through build/lib/libattn_lessons.so (ctypes) on the same torch tensors: [batch, seq,
+heads, dim] is the lessons' BSHD layout; SDPA gets .transpose(1, 2) views. Each run is timed alone
+with CUDA events, the L2 flushed before it; the figure is the median. Every lesson kernel's O is
+compared with SDPA flash's once per shape; a mismatch (or a lesson kernel's error) makes the exit
+status 1.
+
+    python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
+        [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
+        [--csv FILE] [--out DIR]
+
+--versions defaults to every version the library names (l05_version_name(1), (2), ... up to the
+first NULL). The kernels are built for sm_90a: on any other device the script says so in one line
+and exits 0 with nothing measured.
+
+Prints one line per measurement (`l05 impl=... dim=... causal=... seq=... ms=... tflops=...`),
+then a table with the best lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's version 7.
+
+With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson05.csv, in the columns
+of bench/peer_timing.py; --csv FILE keeps its own short format.
+"""
+import argparse
+import ctypes
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+
+# Lesson 04's version timed beside lesson 05's: its fastest, the kernel lesson 05 starts from.
+L04_BEST = 7
+
+
+def load_lib(path):
+    lib = ctypes.CDLL(path)
+    for f in (lib.l04_forward, lib.l05_forward):
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 6 + [
+            ctypes.c_float, ctypes.c_void_p]
+    for f in (lib.l04_version_name, lib.l05_version_name):
+        f.restype = ctypes.c_char_p
+        f.argtypes = [ctypes.c_int]
+    return lib
+
+
+def lesson_versions(lib):
+    """Every lesson-05 version the library has: 1, 2, ... up to the first without a name."""
+    found = []
+    while lib.l05_version_name(len(found) + 1) is not None:
+        found.append(len(found) + 1)
+    return found
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", default=os.environ.get("ATTN_LIB") or os.path.join(
+        root, "build", "lib", "libattn_lessons.so"),
+        help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--causal", default="0,1")
+    ap.add_argument("--versions", default="",
+                    help="lesson-05 versions, e.g. 1,2 (default: every one the library has)")
+    ap.add_argument("--csv", default=None)
+    ap.add_argument("--out", default=None,
+                    help="folder for peers-lesson05.csv (default: $PEERS_OUT; neither: no CSV)")
+    a = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        print("lesson05_peers: no CUDA device; nothing measured")
+        return 0
+    dev = torch.cuda.get_device_properties(0)
+    if (dev.major, dev.minor) != (9, 0):
+        print(f"lesson05_peers: lesson 05 needs sm_90 (Hopper); {dev.name} is "
+              f"sm_{dev.major}{dev.minor}; nothing measured")
+        return 0
+    lib = load_lib(a.lib)
+    known = lesson_versions(lib)
+    versions = [int(x) for x in a.versions.split(",") if x] or known
+    for ver in versions:
+        if ver not in known:
+            ap.error(f"--versions: lesson 05 has no version {ver} (it has {known[0]}-{known[-1]})"
+                     if known else f"--versions: {a.lib} names no lesson-05 version")
+    names = {v: lib.l05_version_name(v).decode() for v in versions}
+    l04_name = f"l04-v{L04_BEST}-{lib.l04_version_name(L04_BEST).decode()}"
+    print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
+          f"cuDNN {torch.backends.cudnn.version()}; bf16; tokens 16384, hidden 2048")
+    flush = L2Flush()
+    out = PeerCsv(5, peers_out_dir(a.out))
+    out.set_common(iters=a.iters, **software(dev))
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    vnames = [f"v{v}-{names[v]}" for v in versions]
+    rows, csv = [], []
+    status = 0
+    for dim in [int(x) for x in a.dims.split(",")]:
+        for causal in [int(x) for x in a.causal.split(",")]:
+            for seq in [int(x) for x in a.seqs.split(",")]:
+                batch, heads = 16384 // seq, 2048 // dim
+                gen = torch.Generator(device="cuda").manual_seed(seq * 1000 + dim + causal)
+                q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.bfloat16,
+                                       generator=gen) for _ in range(3))
+                o = torch.empty_like(q)
+                lse = torch.empty(batch, heads, seq, device="cuda", dtype=torch.float32)
+                qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+                flops = 4.0 * batch * heads * seq * seq * dim / (2.0 if causal else 1.0)
+                impls = {}
+
+                def sdpa(backend):
+                    def run():
+                        with sdpa_kernel(backend):
+                            return F.scaled_dot_product_attention(qt, kt, vt,
+                                                                  is_causal=bool(causal))
+                    return run
+                impls["sdpa-flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
+                impls["sdpa-cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
+                ref = impls["sdpa-flash"]().transpose(1, 2).float()
+
+                def lesson(forward, ver, tag):
+                    def run():
+                        err = forward(ver, dim, q.data_ptr(), k.data_ptr(), v.data_ptr(),
+                                      o.data_ptr(), lse.data_ptr(), batch, heads, heads, seq, seq,
+                                      causal, 0.0, stream)
+                        if err != 0:
+                            raise RuntimeError(f"{tag}_forward({ver}) returned CUDA error {err}")
+                    return run
+                impls[l04_name] = lesson(lib.l04_forward, L04_BEST, "l04")
+                for ver, name in zip(versions, vnames):
+                    impls[name] = lesson(lib.l05_forward, ver, "l05")
+                ours = set(vnames) | {l04_name}
+
+                res = {}
+                shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
+                             seq_kv=seq, dim=dim, causal=causal)
+                what = "attention forward, causal counted as half the pairs"
+                for name, fn in impls.items():
+                    try:
+                        fn()
+                        torch.cuda.synchronize()
+                        note, diff, check = "", None, ""
+                        if name in ours:
+                            diff = (o.float() - ref).abs().max().item()
+                            note = f" max_abs_vs_flash={diff:.2e}"
+                            check = "ok"
+                            if not diff < 2e-2:
+                                status = 1
+                                note += " MISMATCH"
+                                check = "MISMATCH"
+                        ms, best = timings(fn, flush, a.iters, a.warmup)
+                        res[name] = flops / (ms * 1e-3) / 1e12
+                        print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
+                              f"heads={heads} ms={ms:.4f} tflops={res[name]:.1f}{note}", flush=True)
+                        csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},{res[name]:.2f}")
+                        out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                                tflops=f"{res[name]:.2f}", check=check,
+                                max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
+                    except Exception as e:  # a backend that refuses the shape: report, go on
+                        if name in ours:
+                            status = 1
+                        print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
+                        out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
+                                **shape)
+                rows.append((dim, causal, seq, res))
+                del q, k, v, o, lse, qt, kt, vt, ref
+    out.close()
+
+    if a.csv:
+        with open(a.csv, "w") as f:
+            f.write("impl,dim,causal,seq,batch,heads,ms,tflops\n" + "\n".join(csv) + "\n")
+    print(f"\nTFLOP/s (causal counted as half the pairs); l04 = lesson 04's {l04_name[4:]}")
+    print(f"{'dim':>4} {'causal':>6} {'seq':>6} {'flash':>7} {'cudnn':>7} {'l04':>7} " +
+          " ".join(f"{'v' + str(v):>6}" for v in versions) +
+          f" {'best':>5} {'tflops':>7} {'best/flash':>10} {'best/cudnn':>10} {'best/l04':>8}")
+    for dim, causal, seq, res in rows:
+        best_ver, best = max(((v, res.get(n, 0.0)) for v, n in zip(versions, vnames)),
+                             key=lambda t: t[1], default=(None, 0.0))
+        tag = f"v{best_ver}" if best > 0 else "-"
+        fl, cu, l4 = res.get("sdpa-flash", 0.0), res.get("sdpa-cudnn", 0.0), res.get(l04_name, 0.0)
+        print(f"{dim:>4} {causal:>6} {seq:>6} {fl:>7.1f} {cu:>7.1f} {l4:>7.1f} " +
+              " ".join(f"{res.get(n, 0.0):>6.1f}" for n in vnames) +
+              f" {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
+              f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
