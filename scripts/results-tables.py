@@ -1613,6 +1613,17 @@ VERSIONS = {
          "causal tile skip, diagonal-only mask, heavy Q tiles first", "bf16"],
         ["7", "`v7_tiles.cu`", "tiles-bf16", "dim 64: Bc 128 and Q read from shared memory", "bf16"],
     ]),
+    5: (["#", "file", "name", "what changed", "threads"], [
+        ["1", "`v1_wgmma.cu`", "wgmma-bf16", "`wgmma.mma_async` m64n128k16 per warpgroup: Q, K, V "
+         "from 128-byte-swizzled shared memory through descriptors, P from registers; `cp.async` "
+         "loads", "256"],
+        ["2", "`v2_tma.cu`", "tma-bf16", "TMA tiles (tensor maps, 128-byte swizzle) into a "
+         "two-stage ring, waits on mbarrier phases", "256"],
+        ["3", "`v3_warpspec.cu`", "warpspec-bf16", "a producer warpgroup issues TMA, two "
+         "consumers compute; full/empty barriers per stage; `setmaxnreg` 24/240", "384"],
+        ["4", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+         "128"],
+    ]),
 }
 
 
@@ -1675,6 +1686,127 @@ def r_versions(a, ctx):
             "of the peak the program names, rounded from lessons.csv.")
     return "\n".join([source(a, ["lessons.csv"]), "", lead, "",
                       table(head + ["measured (default shape)"], out)])
+
+
+# ---- Lesson 05 ------------------------------------------------------------------------------------
+
+L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
+# (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
+L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
+              ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
+              ("batch 4, seq 4096, 32 heads, 4 KV heads (GQA 8:1), dim 128",
+               att(4, 32, 4096, 128, kvh=4)),
+              ("batch 4, seq 1024 against kv 8192, 16 heads, dim 128, causal",
+               att(4, 16, 1024, 128, 1, skv=8192))]
+
+
+def l05_versions(a):
+    """(number, name) of every row lesson 5's table printed, in order (the yardstick last)."""
+    seen = {}
+    for r in a.rows(5):
+        seen.setdefault(r["version"], r["name"])
+    return sorted(seen.items())
+
+
+def l05_t(a, v, **shape):
+    r = a.one(5, v, **shape)
+    return r["tflops"] if r else None
+
+
+def r_l05_table(a, ctx):
+    src = source(a, ["lessons.csv"])
+    vs = l05_versions(a)
+    if not vs:
+        return src + "\n\nThe lesson's table: " + NO_RUN + "."
+    last = vs[-1][0]  # the yardstick: lesson 04's version 7
+    rows = []
+    for v, name in vs:
+        cells = []
+        for dim, c in L05_COLS:
+            r = l05_t(a, v, **l04_shape(dim, c))
+            cells.append(f(r))
+        shape = l04_shape(128, 0)
+        r = a.one(5, v, **shape)
+        pct = pc(r and r["pct_flops"], 0)
+        if v == last:
+            bought = "-"
+        else:
+            prev = ratio(l05_t(a, v, **shape), l05_t(a, v - 1, **shape)) if v > 1 else None
+            y = ratio(l05_t(a, v, **shape), l05_t(a, last, **shape))
+            prev64 = (ratio(l05_t(a, v, **l04_shape(64, 0)), l05_t(a, v - 1, **l04_shape(64, 0)))
+                      if v > 1 else None)
+            bought = (f"{xs(prev)} / {xs(prev64)}" if v > 1 else "-") + f"; {xs(y)}"
+        label = f"`{name}`" + (" (lesson 04)" if v == last else "")
+        rows.append([v if v != last else "-", label] + cells + [pct, bought])
+    rs = [r for dim, c in L05_COLS for r in a.rows(5, **l04_shape(dim, c))]
+    bad = [r for r in rs if r["status"] != "PASS"]
+    mx = [r["max_abs"] for r in rs if r["max_abs"] is not None]
+    s = ("Every run of these shapes passed its check" if not bad else
+         f"{len(bad)} of {len(rs)} runs did not pass their check")
+    if mx:
+        s += f" (bf16 max-abs error at most {max(mx):.1e} against the double-precision reference)"
+    return "\n".join([src, "", "TFLOP/s, batch 4, seq 4096 (causal counted as half the pairs); % of "
+                      "the H200's dense bf16 peak at dim 128 not causal; bought: over the version "
+                      "before (dim 128 / dim 64, not causal); over lesson 04's version 7 (dim 128).",
+                      "", table(["#", "version", "dim 128 (16 heads)", "causal",
+                                 "dim 64 (32 heads)", "causal", "% of peak",
+                                 "bought; over lesson 04"], rows), "", s + ". " +
+                      noise_sentence(a, 5)])
+
+
+def r_l05_shapes(a, ctx):
+    src = source(a, ["lessons.csv"])
+    vs = l05_versions(a)
+    rows = []
+    for label, shape in L05_SHAPES:
+        ts = [l05_t(a, v, **shape) for v, _ in vs]
+        if all(t is None for t in ts):
+            continue
+        rows.append([label] + [f(t) for t in ts])
+    if not rows:
+        return src + "\n\nOther shapes: " + NO_RUN + "."
+    return "\n".join([src, "", "TFLOP/s of each version at the other shapes of `gpu-runs.txt`:", "",
+                      table(["shape"] + [f"{v} `{n}`" for v, n in vs], rows)])
+
+
+def r_l05_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(5, "sdpa-cudnn"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    nums = sorted({int(m.group(1)) for r in a.peers if int(r["lesson"]) == 5
+                   for m in [re.match(r"v(\d+)-", r["impl"] or "")] if m})
+    rows, targets = [], {}
+    for dim in (64, 128):
+        for c in (0, 1):
+            seqs = sorted({r["seq_q"] for r in a.peers if int(r["lesson"]) == 5 and
+                           r["dim"] == dim and r["causal"] == c and r["seq_q"]})
+            for sq in seqs:
+                kv = dict(dim=dim, causal=c, seq_q=sq)
+                fl, cu = a.peer(5, "sdpa-flash", **kv), a.peer(5, "sdpa-cudnn", **kv)
+                l4 = a.peer(5, r"l04-.*", **kv)
+                vs = {v: a.peer(5, rf"v{v}-.*", **kv) for v in nums}
+                ts = {v: r["tflops"] for v, r in vs.items() if r and r["tflops"]}
+                best = max(ts.values()) if ts else None
+                b_c = ratio(best, cu and cu["tflops"])
+                if sq >= 4096 and b_c:
+                    targets.setdefault((dim, c), []).append(b_c)
+                rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
+                             f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
+                            [f(ts.get(v)) for v in nums] +
+                            [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
+                             f(ratio(best, l4 and l4["tflops"]), 2)])
+    sw = a.software()
+    out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
+           "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
+           table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
+                 [f"v{v}" for v in nums] + ["best / flash", "best / cuDNN", "best / l04"], rows),
+           ""]
+    words = []
+    for (dim, c), rs in sorted(targets.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        words.append(f"dim {dim}{' causal' if c else ''} {span(min(rs), max(rs), 2)}x")
+    if words:
+        out.append("Best version over cuDNN at seq 4k-16k: " + "; ".join(words) + ".")
+    return "\n".join(out).rstrip()
 
 
 # ---- Lesson 06 ------------------------------------------------------------------------------------
@@ -2077,6 +2209,7 @@ RENDERERS = {
     "l04-banks": r_l04_banks, "sdpa": r_sdpa, "floors": r_floors, "q-outer": r_q_outer,
     "causal-measured": r_causal_measured, "causal-queue": r_causal_queue,
     "sanitizers": r_sanitizers, "transcript": r_transcript, "versions": r_versions,
+    "l05-table": r_l05_table, "l05-shapes": r_l05_shapes, "l05-peers": r_l05_peers,
     "l06-default": r_l06_default, "l06-speedups": r_l06_speedups, "l06-shapes": r_l06_shapes,
     "l06-varlen": r_l06_varlen, "l06-peers": r_l06_peers, "l06-targets": r_l06_targets,
     "l07-default": r_l07_default, "l07-block-sizes": r_l07_block_sizes,
