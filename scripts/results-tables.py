@@ -1621,7 +1621,12 @@ VERSIONS = {
          "two-stage ring, waits on mbarrier phases", "256"],
         ["3", "`v3_warpspec.cu`", "warpspec-bf16", "a producer warpgroup issues TMA, two "
          "consumers compute; full/empty barriers per stage; `setmaxnreg` 24/240", "384"],
-        ["4", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["4", "`v4_pingpong.cu`", "pingpong-bf16", "the consumers take turns at the tensor cores "
+         "(named barriers): S_j and P_{j-1} V_{j-1} in one turn, the softmax under the other's",
+         "384"],
+        ["5", "`v5_overlap.cu`", "overlap-bf16", "inside a turn, the softmax of S_j under the "
+         "warpgroup's own P_{j-1} V_{j-1} (two commit groups, `wait_group 1`)", "384"],
+        ["6", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 3
+#define L05_VERSIONS 5
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -83,6 +83,23 @@ cudaError_t l05_warpspec_d64(const void *q, const void *k, const void *v, void *
 cudaError_t l05_warpspec_d128(const void *q, const void *k, const void *v, void *o, float *lse,
                               int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                               float scale, cudaStream_t stream);
+/** Version 4, ping-pong consumers, head dimension 64. @copydetails l05_launch_fn */
+cudaError_t l05_pingpong_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                             float scale, cudaStream_t stream);
+/** Version 4, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_pingpong_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                              float scale, cudaStream_t stream);
+/** Version 5, the softmax under the warpgroup's own P V, head dimension 64.
+ *  @copydetails l05_launch_fn */
+cudaError_t l05_overlap_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                            int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                            float scale, cudaStream_t stream);
+/** Version 5, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_overlap_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                             float scale, cudaStream_t stream);
 /** @} */
 
 /**

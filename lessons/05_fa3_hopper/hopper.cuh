@@ -128,6 +128,17 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void *map
       : "memory");
 }
 
+/** Wait at named barrier `id` (1-15; 0 is __syncthreads') until `threads` threads have reached it,
+ * counting this warp's 32: the ones that wait here and the ones that only arrive. */
+static __device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/** Count this warp at named barrier `id` without waiting: the signal half of a hand-over. */
+static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 /** Give back registers: every warp of the warpgroup lowers its per-thread count to 24 (a
  * producer that only issues TMA needs few). Takes effect only when the kernel has a register cap
  * at entry (__launch_bounds__(threads, 1)); otherwise ptxas ignores it and warns (C7508). */

@@ -10,9 +10,9 @@
 
 /* [version - 1][0: dim 64, 1: dim 128] */
 static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
-    {l05_wgmma_d64, l05_wgmma_d128},
-    {l05_tma_d64, l05_tma_d128},
-    {l05_warpspec_d64, l05_warpspec_d128},
+    {l05_wgmma_d64, l05_wgmma_d128},       {l05_tma_d64, l05_tma_d128},
+    {l05_warpspec_d64, l05_warpspec_d128}, {l05_pingpong_d64, l05_pingpong_d128},
+    {l05_overlap_d64, l05_overlap_d128},
 };
 
 cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -70,6 +70,22 @@ static const attn_version kVersions[L05_ROWS] = {
      .writes_lse = 1,
      .supports = supports,
      .launch = run},
+    {.name = "pingpong-bf16",
+     .summary = "+ ping-pong: the consumers take turns at the tensor cores (named barriers)",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
+    {.name = "overlap-bf16",
+     .summary = "+ the softmax of S_j under the warpgroup's own P_{j-1} V_{j-1} (wait_group 1)",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -91,7 +107,7 @@ static int cpu_part(const attn_options *o) {
   const int dim = p->dim;
   const long smem = (long)L05_BR * dim * 2 + 4L * L05_BC * dim * 2;
   printf(
-      "tile plan (versions 1-3): Br %d = 2 warpgroups x %d rows, Bc %d keys, 256 threads (384 in "
+      "tile plan (versions 1-5): Br %d = 2 warpgroups x %d rows, Bc %d keys, 256 threads (384 in "
       "version 3: a producer warpgroup); per "
       "(batch, head)\n  %d Q tiles x %d KV tiles; grid %lld blocks; shared memory %ld KB "
       "(Q + 2 stages of K and V)\n"

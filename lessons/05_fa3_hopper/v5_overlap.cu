@@ -1,0 +1,387 @@
+// clang-format off
+/** @file
+ * @brief Version 5: intra-warpgroup overlap. Inside a turn, the softmax of S_j runs while the
+ * same warpgroup's P_{j-1} V_{j-1} is still on the tensor cores (FA3's two-stage pipeline).
+ *
+ * What changed: the turn of version 4 commits its two GEMMs as two groups, S_j first, and waits
+ * with wait_group 1: it returns once S_j is done, with P_{j-1} V_{j-1} possibly still running.
+ * The softmax is split in two: the exponentials, the running max and sum (softmax_p(), which leaves
+ * O alone) go before wait_group 0; the rescale of O by alpha and the packing of P_j into the
+ * registers the running GEMM reads (rescale_pack()) go after it.
+ *
+ * Why: in version 4 a warpgroup's turn is GEMMs then softmax, and the two only overlap across
+ * warpgroups. Here the second GEMM of a turn, which is half its tensor-core work, also covers this
+ * warpgroup's own softmax; the register cost is small, because P V reads P_{j-1} from registers
+ * that stay untouched until it is done, and O is not touched at all.
+ *
+ * Prediction: 5-10% over version 4 at dim 128; little at dim 64, where P V is the short GEMM.
+ *
+ * Measured: not yet on the H200.
+ *
+ * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
+ */
+// clang-format on
+/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+#ifndef HEAD_DIM
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
+#endif
+
+#include <cuda.h>
+#include <limits.h>
+#include <math.h>
+
+#include "attn_cuda.cuh"
+#include "fa3_hopper.h"
+#include "hopper.cuh"
+
+#define FA_BR L05_BR                         /**< 128 query rows per block */
+#define FA_BC L05_BC                         /**< 128 keys per KV tile */
+#define FA_THREADS 384                       /**< a producer warpgroup and two consumers */
+#define FA_NS (FA_BC / 2)                    /**< S accumulator floats per thread: 64 x Bc / 128 */
+#define FA_NO (HEAD_DIM / 2)                 /**< O accumulator floats per thread */
+#define FA_KS (HEAD_DIM / 16)                /**< k-steps of S = Q K^T */
+#define FA_PK (FA_BC / 16)                   /**< k-steps of O += P V */
+#define FA_Q_BYTES (FA_BR * HEAD_DIM * 2)    /**< the Q tile */
+#define FA_TILE_BYTES (FA_BC * HEAD_DIM * 2) /**< one K or V tile buffer */
+/** Dynamic shared memory: Q, two K and two V stages, nine mbarriers (Q; full and empty for K and V
+ * of each stage), and 1024 bytes to align the start to a swizzle atom. */
+#define FA_SMEM_BYTES (FA_Q_BYTES + 4 * FA_TILE_BYTES + 128 + 1024)
+/** Arrivals that release a stage: one per consumer warp. */
+#define FA_CONSUMER_WARPS 8
+/** 64-column panels of a row: one TMA box each. */
+#define FA_PANELS (HEAD_DIM / 64)
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
+#define FA_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
+#define FA_LN2 0.6931471805599453f
+
+/** Token pasting, after expanding `b`. */
+#define FA_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
+#define FA_CAT(a, b) FA_CAT_(a, b)
+/** This build's kernel: l05_overlap_kernel_d64 or l05_overlap_kernel_d128. */
+#define FA_KERNEL FA_CAT(l05_overlap_kernel_d, HEAD_DIM)
+/** This build's launcher: l05_overlap_d64() or l05_overlap_d128(), declared in fa3_hopper.h. */
+#define FA_LAUNCH FA_CAT(l05_overlap_d, HEAD_DIM)
+/** S = Q K^T for one k-step: N = FA_BC keys. */
+#define FA_WGMMA_S wgmma_ss_n128
+/** O += P V for one k-step: N = HEAD_DIM. */
+#define FA_WGMMA_O FA_CAT(wgmma_rs_n, HEAD_DIM)
+
+/** The producer's thread: announce a tile's bytes on `bar`, then copy it, one TMA box per 64-column
+ * panel, into the stage at `dst` (panel p at p * rows * 128). Coordinates: head `hh`, first token
+ * `t0`, sequence `bb`. */
+static __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+                                                int rows, int hh, int t0, int bb) {
+  mbar_arrive_expect_tx(bar, rows * HEAD_DIM * 2);
+#pragma unroll
+  for (int p = 0; p < FA_PANELS; ++p)
+    tma_load_4d(dst + p * rows * 128, map, bar, p * 64, hh, t0, bb);
+}
+
+/** KV tiles Q tile [q0, q0 + FA_BR) must visit (lesson 04's kv_tiles_visited). */
+static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long last_row = (q0 + FA_BR < seq_q ? q0 + FA_BR : seq_q) - 1;
+    long long last_key = last_row + ((long long)seq_kv - seq_q);
+    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)((n + FA_BC - 1) / FA_BC);
+}
+
+/** KV tiles, from tile 0, that Q tile [q0, q0 + FA_BR) sees whole: no mask needed. */
+static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
+    n = first_sees < seq_kv ? first_sees : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)(n / FA_BC);
+}
+
+/** S = Q K^T for one KV tile, issued (not waited for): FA_KS wgmma reading my warpgroup's rows
+ * of Q at `q_base` and the K tile at `k_tile`. */
+static __device__ __forceinline__ void issue_s(float s[FA_NS], uint32_t q_base, uint32_t k_tile) {
+#pragma unroll
+  for (int ks = 0; ks < FA_KS; ++ks) {
+    const uint32_t col = (ks & 3) * 32; /* bytes along the row, inside the panel */
+    const uint64_t da = wgmma_desc(q_base + (ks >> 2) * FA_BR * 128 + col, 16, 1024);
+    const uint64_t db = wgmma_desc(k_tile + (ks >> 2) * FA_BC * 128 + col, 16, 1024);
+    FA_WGMMA_S(s, da, db, ks > 0);
+  }
+}
+
+/** O += P V for one KV tile, issued (not waited for): P from registers, the V tile at `v_tile`
+ * through an MN-major descriptor. */
+static __device__ __forceinline__ void issue_pv(float acc[FA_NO], const uint32_t pa[FA_PK][4],
+                                                uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < FA_PK; ++kk) {
+    const uint64_t dv = wgmma_desc(v_tile + kk * 16 * 128, FA_BC * 128, 1024);
+    FA_WGMMA_O(acc, pa[kk], dv, 1);
+  }
+}
+
+/** The softmax of one S tile on my 2 rows (the mask first when `masked`): P in place of S, the
+ * running max and sum updated, and the factor O must be rescaled by returned in `alpha`, without
+ * touching O, which a wgmma may still be accumulating. Rows q0 + wr0 + g and + 8, keys from k0. */
+static __device__ __forceinline__ void softmax_p(float s[FA_NS], float row_m[2], float row_l[2],
+                                                 float alpha_out[2], int masked, int q0, int wr0,
+                                                 int k0, int g, int t4, int seq_kv, int causal,
+                                                 int diag, float scale_log2) {
+  /* The mask, element by element, only on the tiles that need it (the same for the whole
+   * block: no divergence): the diagonal tiles and a last tile cut short by seq_kv. The
+   * accumulator's layout is mma.sync's, per n8 column block: s[4 nt + e] is row g + 8 (e / 2),
+   * column 8 nt + 2 t4 + e % 2 of my warp's 16 rows. */
+  if (masked) {
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int row = q0 + wr0 + g + (e >> 1) * 8;
+        int col = k0 + nt * 8 + t4 * 2 + (e & 1);
+        if (col >= seq_kv || (causal && col > row + diag)) s[4 * nt + e] = -INFINITY;
+      }
+    }
+  }
+
+  /* Online softmax on my 2 rows: max over my scores, then over the quad (2 shuffles). */
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt)
+      mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(row_m[hf], mx * scale_log2);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+    const float alpha = fast_exp2(row_m[hf] - m_use);
+    row_m[hf] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt)
+#pragma unroll
+      for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+        float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -m_use));
+        s[4 * nt + e] = p;
+        sum += p;
+      }
+    row_l[hf] = row_l[hf] * alpha + sum;
+    alpha_out[hf] = alpha;
+  }
+}
+
+/** Once the previous P V has landed in O: O rescaled by this tile's `alpha`, and P packed into `pa`
+ * as wgmma's register A fragment for the next turn. */
+static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float acc[FA_NO],
+                                                    const float alpha[2], uint32_t pa[FA_PK][4]) {
+#pragma unroll
+  for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+    acc[4 * dt] *= alpha[0];
+    acc[4 * dt + 1] *= alpha[0];
+    acc[4 * dt + 2] *= alpha[1];
+    acc[4 * dt + 3] *= alpha[1];
+  }
+#pragma unroll
+  for (int kk = 0; kk < FA_PK; ++kk) {
+    pa[kk][0] = pack_bf16x2(s[8 * kk + 0], s[8 * kk + 1]);
+    pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+    pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+    pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+
+/** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
+ * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
+static __global__ void __launch_bounds__(FA_THREADS, 1)
+    FA_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q, boxes of 64 x FA_BR
+              const __grid_constant__ CUtensorMap tm_k,  // K, boxes of 64 x FA_BC
+              const __grid_constant__ CUtensorMap tm_v,  // V, boxes of 64 x FA_BC
+              attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
+              float *__restrict__ lse,                   // [batch, heads, seq_q]
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+              int n_q_tiles) {
+  extern __shared__ unsigned char smem[];
+  /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
+   * tiles start on a 1024-byte boundary. */
+  const uint32_t sQ_a = (smem_u32(smem) + 1023u) & ~1023u;   /* [panel][FA_BR][64] */
+  const uint32_t sK_a = sQ_a + FA_Q_BYTES;                   /* [2][panel][FA_BC][64] */
+  const uint32_t sV_a = sK_a + 2 * FA_TILE_BYTES;            /* [2][panel][FA_BC][64] */
+  const uint32_t bar_q = sV_a + 2 * FA_TILE_BYTES;           /* Q landed */
+  const uint32_t full_k = bar_q + 8, full_v = bar_q + 24;    /* [2]: the stage's tile landed */
+  const uint32_t empty_k = bar_q + 40, empty_v = bar_q + 56; /* [2]: both consumers are done */
+
+  /* Heavy first: a head's Q tiles from the last (sees the most keys) to the first. */
+  const int q_tile =
+      causal ? n_q_tiles - 1 - (int)(blockIdx.x % n_q_tiles) : blockIdx.x % n_q_tiles;
+  const int bh = blockIdx.x / n_q_tiles;
+  const int h = bh % heads, b = bh / heads;
+  const int kvh = h / (heads / kv_heads);
+  const int q0 = q_tile * FA_BR;
+  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
+
+  if (threadIdx.x == 0) {
+    mbar_init(bar_q, 1);
+    for (int st = 0; st < 2; ++st) {
+      mbar_init(full_k + 8 * st, 1);
+      mbar_init(full_v + 8 * st, 1);
+      mbar_init(empty_k + 8 * st, FA_CONSUMER_WARPS);
+      mbar_init(empty_v + 8 * st, FA_CONSUMER_WARPS);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads(); /* the barriers exist: the last block-wide barrier of the kernel */
+
+  /* The roles are the two branches of one if/else, as setmaxnreg needs: ptxas then knows each
+   * branch's register budget (24 in the producer, 240 in the consumers). */
+  if (threadIdx.x < 128) {
+    /* The producer warpgroup: registers back to the pool; its warp 0 walks the tiles (the whole
+     * warp waits on the barriers, lane 0 issues the copies), warps 1-3 have nothing to do. */
+    setmaxnreg_dec_24();
+    if (threadIdx.x < 32) {
+      const int leader = threadIdx.x == 0;
+      if (leader) tma_tile(sQ_a, &tm_q, bar_q, FA_BR, h, q0, b);
+      for (int j = 0; j < n_tiles; ++j) {
+        const int st = j & 1;                       /* l05_stage(j, 2) */
+        const uint32_t parity = ((j >> 1) & 1) ^ 1; /* l05_empty_parity(j, 2) */
+        const uint32_t off = st * FA_TILE_BYTES;
+        mbar_wait(empty_k + 8 * st, parity);
+        if (leader) tma_tile(sK_a + off, &tm_k, full_k + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        mbar_wait(empty_v + 8 * st, parity);
+        if (leader) tma_tile(sV_a + off, &tm_v, full_v + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        __syncwarp();
+      }
+    }
+  } else {
+    /* A consumer warpgroup. */
+    setmaxnreg_inc_240();
+    const int wg = (threadIdx.x >> 7) - 1; /* rows 64 wg .. 64 wg + 63 of the tile */
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31; /* warp in the warpgroup */
+    const int g = lane >> 2, t4 = lane & 3;       /* quad (row) and lane in quad (column pair) */
+    const int wr0 = wg * L05_WG_ROWS + warp * 16; /* my warp's first row in the tile */
+    const size_t q_stride = (size_t)heads * HEAD_DIM;
+    const int diag = seq_kv - seq_q;
+    const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
+    const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+    mbar_wait(bar_q, 0);
+
+    float acc[FA_NO];
+    float row_m[2], row_l[2]; /* [row g or g + 8]; m in log2 units */
+#pragma unroll
+    for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
+    row_m[0] = row_m[1] = -INFINITY;
+    row_l[0] = row_l[1] = 0.f;
+
+    /* Ping-pong, as in version 4, and inside a turn the softmax of S_j runs while this
+     * warpgroup's own P_{j-1} V_{j-1} is still on the tensor cores: S_j and P V are two commit
+     * groups, wait_group 1 returns when the first is done. O is rescaled, and P_j packed over the
+     * registers P V reads, only after wait_group 0.
+     * Ping-pong: the warpgroups take turns at the tensor cores through two named barriers (1:
+     * warpgroup 0's turn, 2: warpgroup 1's). A turn issues S_j = Q K_j^T together with the
+     * previous tile's P_{j-1} V_{j-1}, hands the turn over, and only then waits: the softmax of S_j
+     * runs while the other warpgroup's GEMMs use the tensor cores. The first turn has no P V and
+     * the last no S; they are peeled off the loop, so that no wgmma sits behind a branch (ptxas
+     * would serialise them, C7520). Warpgroup 0 goes first (warpgroup 1 arrives once up front);
+     * warpgroup 1 skips its last hand-over, which nobody waits for, so both barriers end
+     * balanced. */
+    const int my_bar = 1 + wg, other_bar = 2 - wg;
+    uint32_t pa[FA_PK][4]; /* P_{j-1}, packed, waiting for its turn */
+    float s[FA_NS];
+    if (n_tiles > 0) {
+      if (wg == 1) named_bar_arrive(1, 256);
+      mbar_wait(full_k, 0); /* K_0 has landed */
+      named_bar_sync(my_bar, 256);
+      wgmma_fence();
+      issue_s(s, q_base, sK_a);
+      wgmma_commit();
+      named_bar_arrive(other_bar, 256);
+      wgmma_wait0();
+      reg_fence(s, FA_NS);
+      if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
+      float alpha[2];
+      softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
+                scale_log2);
+      rescale_pack(s, acc, alpha, pa);
+    }
+    for (int j = 1; j < n_tiles; ++j) {
+      const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
+      const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
+      const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
+      mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
+      mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
+      named_bar_sync(my_bar, 256);                 /* my turn */
+      reg_fence(acc, FA_NO);
+      wgmma_fence();
+      issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
+      wgmma_commit(); /* group 1: S_j */
+      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
+      named_bar_arrive(other_bar, 256); /* your turn */
+      wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
+      reg_fence(s, FA_NS);
+      if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
+      float alpha[2];
+      softmax_p(s, row_m, row_l, alpha, j >= n_unmasked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal,
+                diag, scale_log2); /* under my own P V on the tensor cores */
+      wgmma_wait0();
+      reg_fence(acc, FA_NO);
+      if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
+      rescale_pack(s, acc, alpha, pa);
+    }
+    if (n_tiles > 0) {
+      const int pst = (n_tiles - 1) & 1;
+      mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
+      named_bar_sync(my_bar, 256);
+      reg_fence(acc, FA_NO);
+      wgmma_fence();
+      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      wgmma_commit();
+      if (wg == 0) named_bar_arrive(other_bar, 256);
+      wgmma_wait0();
+      reg_fence(acc, FA_NO);
+      if (lane == 0) mbar_arrive(empty_v + 8 * pst);
+    }
+
+    /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float l = row_l[hf];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = q0 + wr0 + g + hf * 8;
+      if (row >= seq_q) continue;
+      const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
+      attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+        *(uint32_t *)(orow + dt * 8 + t4 * 2) =
+            pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+      if (t4 == 0)
+        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
+    }
+  }
+}
+
+/** The launcher, l05_overlap_d64() or l05_overlap_d128(): the three tensor maps, then one block
+ * per (Q tile, head, batch). */
+extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, void *o, float *lse,
+                                 int batch, int heads, int kv_heads, int seq_q, int seq_kv,
+                                 int causal, float scale, cudaStream_t stream) {
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
+  const long long blocks = (long long)n_q_tiles * batch * heads;
+  if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+  CUtensorMap tm_q, tm_k, tm_v;
+  ATTN_TRY(l05_tensor_map(&tm_q, q, batch, seq_q, heads, HEAD_DIM, FA_BR));
+  ATTN_TRY(l05_tensor_map(&tm_k, k, batch, seq_kv, kv_heads, HEAD_DIM, FA_BC));
+  ATTN_TRY(l05_tensor_map(&tm_v, v, batch, seq_kv, kv_heads, HEAD_DIM, FA_BC));
+  ATTN_TRY(
+      cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
+  FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
+      tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
+      scale * FA_LOG2E, n_q_tiles);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
