@@ -120,6 +120,43 @@ cudaError_t l05_overlap_d128(const void *q, const void *k, const void *v, void *
 cudaError_t l05_tensor_map(void *map, const void *base, int batch, int tokens, int heads, int dim,
                            int box_rows);
 
+/** @name The pipeline timeline (versions 3-5)
+ * Built with `-DATTN_L05_TIMELINE=ON` (CMake; the compile definition L05_TIMELINE), versions 3-5
+ * record the SM's cycle counter (clock64) at each step of their loop, for the first
+ * L05_TL_BLOCKS blocks and their first L05_TL_TILES KV tiles, into a device buffer set with
+ * l05_timeline_set(). Slot ((block * L05_TL_ROLES + role) * L05_TL_TILES + tile) *
+ * L05_TL_EVENTS + event; role 0 is the producer warpgroup, 1 and 2 the consumers. Without the
+ * definition the kernels hold no stamp code at all. `l05-timeline` writes the stamps as CSV and
+ * scripts/plot-timeline.sh draws them.
+ *  @{ */
+#define L05_TL_BLOCKS 2 /**< blocks recorded: blockIdx.x 0 and 1 */
+#define L05_TL_ROLES 3  /**< producer, consumer 0, consumer 1 */
+#define L05_TL_TILES 12 /**< KV tiles (turns) recorded per block */
+#define L05_TL_EVENTS 8 /**< events per tile */
+#define L05_TL_SLOTS (L05_TL_BLOCKS * L05_TL_ROLES * L05_TL_TILES * L05_TL_EVENTS) /**< all */
+
+/** What a stamp marks. */
+enum l05_tl_event {
+  L05_TL_K_READY = 0, /**< consumer: K_j has landed (its full barrier passed) */
+  L05_TL_TURN = 1,    /**< consumer: starts issuing the tile's GEMMs (in 4-5: its turn began) */
+  L05_TL_S_READY = 2, /**< consumer: S_j is in registers (the wait for it returned) */
+  L05_TL_SOFTMAX = 3, /**< consumer: the softmax of S_j is done */
+  L05_TL_PV_DONE = 4, /**< consumer: the tile's P V is in O (the last wait returned) */
+  L05_TL_ISSUE_K = 5, /**< producer: the TMA copy of K_j was issued */
+  L05_TL_ISSUE_V = 6  /**< producer: the TMA copy of V_j was issued */
+};
+
+/** 1 when this library was built with L05_TIMELINE (the kernels stamp), else 0. */
+int l05_timeline_compiled(void);
+
+/** Where the next launches of versions 3-5 write their stamps: a device buffer of L05_TL_SLOTS
+ * unsigned 64-bit counts, zeroed by the caller; NULL (the default) turns recording off. */
+void l05_timeline_set(unsigned long long *device_buffer);
+
+/** The buffer l05_timeline_set() set, or NULL (the launchers read it). */
+unsigned long long *l05_timeline_get(void);
+/** @} */
+
 /**
  * Any version by number, for callers without the harness's structs (Python's ctypes, bench/).
  * @param version  1..L05_VERSIONS

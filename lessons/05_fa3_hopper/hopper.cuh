@@ -139,6 +139,25 @@ static __device__ __forceinline__ void named_bar_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+/** The SM's cycle counter: stamps of one block are comparable (the block stays on its SM). */
+static __device__ __forceinline__ unsigned long long cycles(void) {
+  return (unsigned long long)clock64();
+}
+
+#ifdef L05_TIMELINE
+/** Record event `ev` of KV tile `j` for warpgroup role `role` (0 producer, 1-2 consumers), by the
+ * warpgroup's first thread, in the first L05_TL_BLOCKS blocks (fa3_hopper.h has the layout). */
+#define TL_STAMP(tl, role, j, ev)                                                                \
+  do {                                                                                           \
+    if ((tl) && blockIdx.x < L05_TL_BLOCKS && (j) < L05_TL_TILES && (threadIdx.x & 127) == 0)    \
+      (tl)[((blockIdx.x * L05_TL_ROLES + (role)) * L05_TL_TILES + (j)) * L05_TL_EVENTS + (ev)] = \
+          cycles();                                                                              \
+  } while (0)
+#else
+/** Without L05_TIMELINE: nothing at all. */
+#define TL_STAMP(tl, role, j, ev) ((void)(tl))
+#endif
+
 /** Give back registers: every warp of the warpgroup lowers its per-thread count to 24 (a
  * producer that only issues TMA needs few). Takes effect only when the kernel has a register cap
  * at entry (__launch_bounds__(threads, 1)); otherwise ptxas ignores it and warns (C7508). */

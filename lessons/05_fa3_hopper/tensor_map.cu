@@ -1,8 +1,9 @@
-/* Lesson 05: TMA tensor maps, encoded on the host. The encoder, cuTensorMapEncodeTiled, is a
- * driver function; the program reaches it through the CUDA runtime's driver entry point instead of
- * linking libcuda, so it still starts, and runs its CPU part, on a machine without a GPU driver.
- * (cudaGetDriverEntryPoint is deprecated from CUDA 12.5 on; its successor,
- * cudaGetDriverEntryPointByVersion, asks for the function as it was in a given CUDA version.) */
+/* Lesson 05: TMA tensor maps, encoded on the host, and the timeline's buffer. The encoder,
+ * cuTensorMapEncodeTiled, is a driver function; the program reaches it through the CUDA runtime's
+ * driver entry point instead of linking libcuda, so it still starts, and runs its CPU part, on a
+ * machine without a GPU driver. (cudaGetDriverEntryPoint is deprecated from CUDA 12.5 on; its
+ * successor, cudaGetDriverEntryPointByVersion, asks for the function as it was in a given CUDA
+ * version.) */
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <string.h>
@@ -56,4 +57,23 @@ extern "C" cudaError_t l05_tensor_map(void *map, const void *base, int batch, in
   if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
   memcpy(map, &m, sizeof m);
   return cudaSuccess;
+}
+
+/* The timeline's device buffer (fa3_hopper.h), NULL when recording is off. */
+static unsigned long long *g_timeline = NULL;
+
+extern "C" int l05_timeline_compiled(void) {
+#ifdef L05_TIMELINE
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+extern "C" void l05_timeline_set(unsigned long long *device_buffer) {
+  g_timeline = device_buffer;
+}
+
+extern "C" unsigned long long *l05_timeline_get(void) {
+  return g_timeline;
 }

@@ -117,7 +117,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
-              int n_q_tiles) {
+              int n_q_tiles,
+              unsigned long long *__restrict__ tl) {  // timeline stamps (L05_TIMELINE) or NULL
   extern __shared__ unsigned char smem[];
   /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
    * tiles start on a 1024-byte boundary. */
@@ -164,8 +165,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         const uint32_t off = st * FA_TILE_BYTES;
         mbar_wait(empty_k + 8 * st, parity);
         if (leader) tma_tile(sK_a + off, &tm_k, full_k + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_K);
         mbar_wait(empty_v + 8 * st, parity);
         if (leader) tma_tile(sV_a + off, &tm_v, full_v + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_V);
         __syncwarp();
       }
     }
@@ -195,6 +198,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       const uint32_t parity = (j >> 1) & 1; /* l05_full_parity(j, 2) */
       const uint32_t cur = st * FA_TILE_BYTES;
       mbar_wait(full_k + 8 * st, parity); /* K_j has landed */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
 
       /* S = Q K^T: FA_KS wgmma, one group, then wait for it. */
       float s[FA_NS];
@@ -209,6 +214,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       wgmma_commit();
       wgmma_wait0();
       reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
       if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
 
       /* The mask, element by element, only on the tiles that need it (the same for the whole
@@ -257,6 +263,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         }
       }
 
+      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
       mbar_wait(full_v + 8 * st, parity); /* V_j has landed */
 
       /* O += P V: P packed from the S accumulator into wgmma's register A fragment (for 16 keys,
@@ -279,6 +286,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       wgmma_commit();
       wgmma_wait0();
       reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
       if (lane == 0) mbar_arrive(empty_v + 8 * st); /* my warp is done with V_j */
     }
 
@@ -319,7 +327,7 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
       cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
   FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
-      scale * FA_LOG2E, n_q_tiles);
+      scale * FA_LOG2E, n_q_tiles, l05_timeline_get());
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

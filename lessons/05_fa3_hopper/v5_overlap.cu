@@ -205,7 +205,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
-              int n_q_tiles) {
+              int n_q_tiles,
+              unsigned long long *__restrict__ tl) {  // timeline stamps (L05_TIMELINE) or NULL
   extern __shared__ unsigned char smem[];
   /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
    * tiles start on a 1024-byte boundary. */
@@ -252,8 +253,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         const uint32_t off = st * FA_TILE_BYTES;
         mbar_wait(empty_k + 8 * st, parity);
         if (leader) tma_tile(sK_a + off, &tm_k, full_k + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_K);
         mbar_wait(empty_v + 8 * st, parity);
         if (leader) tma_tile(sV_a + off, &tm_v, full_v + 8 * st, FA_BC, kvh, j * FA_BC, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_V);
         __syncwarp();
       }
     }
@@ -295,17 +298,21 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     if (n_tiles > 0) {
       if (wg == 1) named_bar_arrive(1, 256);
       mbar_wait(full_k, 0); /* K_0 has landed */
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_K_READY);
       named_bar_sync(my_bar, 256);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_TURN);
       wgmma_fence();
       issue_s(s, q_base, sK_a);
       wgmma_commit();
       named_bar_arrive(other_bar, 256);
       wgmma_wait0();
       reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_S_READY);
       if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
       float alpha[2];
       softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
                 scale_log2);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
       rescale_pack(s, acc, alpha, pa);
     }
     for (int j = 1; j < n_tiles; ++j) {
@@ -314,7 +321,9 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
       mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
       mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
-      named_bar_sync(my_bar, 256);                 /* my turn */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+      named_bar_sync(my_bar, 256); /* my turn */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
       reg_fence(acc, FA_NO);
       wgmma_fence();
       issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
@@ -324,12 +333,15 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       named_bar_arrive(other_bar, 256); /* your turn */
       wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
       reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
       if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
       float alpha[2];
       softmax_p(s, row_m, row_l, alpha, j >= n_unmasked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal,
                 diag, scale_log2); /* under my own P V on the tensor cores */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
       wgmma_wait0();
       reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
       if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
       rescale_pack(s, acc, alpha, pa);
     }
@@ -337,6 +349,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       const int pst = (n_tiles - 1) & 1;
       mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
       named_bar_sync(my_bar, 256);
+      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_TURN);
       reg_fence(acc, FA_NO);
       wgmma_fence();
       issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
@@ -344,6 +357,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       if (wg == 0) named_bar_arrive(other_bar, 256);
       wgmma_wait0();
       reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
       if (lane == 0) mbar_arrive(empty_v + 8 * pst);
     }
 
@@ -384,7 +398,7 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
       cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
   FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
-      scale * FA_LOG2E, n_q_tiles);
+      scale * FA_LOG2E, n_q_tiles, l05_timeline_get());
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
