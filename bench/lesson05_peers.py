@@ -21,8 +21,13 @@ status 1.
 first NULL). The kernels are built for sm_90a: on any other device the script says so in one line
 and exits 0 with nothing measured.
 
+The FP8 version (dim 128 only) runs twice: as the harness times it, converting Q, K and V first
+(its `vN-fp8-e4m3` row), and its kernel alone on tensors converted before the timing
+(`fp8-kernel-only`); its output is checked against flash's with the FP8 tolerance.
+
 Prints one line per measurement (`l05 impl=... dim=... causal=... seq=... ms=... tflops=...`),
-then a table with the best lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's version 7.
+then a table with the best bf16 lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's
+version 7, beside the FP8 figures.
 
 With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson05.csv, in the columns
 of bench/peer_timing.py; --csv FILE keeps its own short format.
@@ -40,6 +45,10 @@ from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 # Lesson 04's version timed beside lesson 05's: its fastest, the kernel lesson 05 starts from.
 L04_BEST = 7
+# The FP8 version's kernel timed alone, on tensors converted before the timing.
+FP8_KERNEL = "fp8-kernel-only"
+# FP8's check against flash's output: e4m3 keeps 4 significant bits (the harness's FP8 tolerance).
+FP8_TOL = 1.5e-1
 
 
 def load_lib(path):
@@ -51,6 +60,16 @@ def load_lib(path):
     for f in (lib.l04_version_name, lib.l05_version_name):
         f.restype = ctypes.c_char_p
         f.argtypes = [ctypes.c_int]
+    # The FP8 version's two halves, to time its kernel without the conversion.
+    lib.l05_fp8_workspace_bytes.restype = ctypes.c_size_t
+    lib.l05_fp8_workspace_bytes.argtypes = [ctypes.c_int] * 6
+    lib.l05_fp8_quantize.restype = ctypes.c_int
+    lib.l05_fp8_quantize.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 6 + [
+        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    lib.l05_fp8_attention.restype = ctypes.c_int
+    lib.l05_fp8_attention.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                                      ctypes.c_void_p] + [ctypes.c_int] * 7 + [ctypes.c_float,
+                                                                              ctypes.c_void_p]
     return lib
 
 
@@ -139,8 +158,29 @@ def main():
                     return run
                 impls[l04_name] = lesson(lib.l04_forward, L04_BEST, "l04")
                 for ver, name in zip(versions, vnames):
+                    if "fp8" in name and dim != 128:
+                        continue  # FP8 is built for dim 128 only
                     impls[name] = lesson(lib.l05_forward, ver, "l05")
                 ours = set(vnames) | {l04_name}
+                ws = None
+                if dim == 128 and any("fp8" in n for n in vnames):
+                    # the FP8 kernel alone, on tensors converted once before the timing
+                    nbytes = lib.l05_fp8_workspace_bytes(batch, heads, heads, seq, seq, dim)
+                    ws = torch.empty(nbytes, device="cuda", dtype=torch.uint8)
+                    err = lib.l05_fp8_quantize(q.data_ptr(), k.data_ptr(), v.data_ptr(), batch,
+                                               heads, heads, seq, seq, dim, ws.data_ptr(), nbytes,
+                                               stream)
+                    if err != 0:
+                        raise RuntimeError(f"l05_fp8_quantize returned CUDA error {err}")
+
+                    def fp8_kernel():
+                        err = lib.l05_fp8_attention(ws.data_ptr(), nbytes, o.data_ptr(),
+                                                    lse.data_ptr(), batch, heads, heads, seq, seq,
+                                                    dim, causal, dim ** -0.5, stream)
+                        if err != 0:
+                            raise RuntimeError(f"l05_fp8_attention returned CUDA error {err}")
+                    impls[FP8_KERNEL] = fp8_kernel
+                    ours.add(FP8_KERNEL)
 
                 res = {}
                 shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
@@ -155,7 +195,7 @@ def main():
                             diff = (o.float() - ref).abs().max().item()
                             note = f" max_abs_vs_flash={diff:.2e}"
                             check = "ok"
-                            if not diff < 2e-2:
+                            if not diff < (FP8_TOL if "fp8" in name else 2e-2):
                                 status = 1
                                 note += " MISMATCH"
                                 check = "MISMATCH"
@@ -174,24 +214,26 @@ def main():
                         out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
                                 **shape)
                 rows.append((dim, causal, seq, res))
-                del q, k, v, o, lse, qt, kt, vt, ref
+                del q, k, v, o, lse, qt, kt, vt, ref, ws
     out.close()
 
     if a.csv:
         with open(a.csv, "w") as f:
             f.write("impl,dim,causal,seq,batch,heads,ms,tflops\n" + "\n".join(csv) + "\n")
-    print(f"\nTFLOP/s (causal counted as half the pairs); l04 = lesson 04's {l04_name[4:]}")
+    print(f"\nTFLOP/s (causal counted as half the pairs); l04 = lesson 04's {l04_name[4:]}; best "
+          f"among the bf16 versions; fp8k = the FP8 kernel alone ({FP8_KERNEL})")
     print(f"{'dim':>4} {'causal':>6} {'seq':>6} {'flash':>7} {'cudnn':>7} {'l04':>7} " +
           " ".join(f"{'v' + str(v):>6}" for v in versions) +
-          f" {'best':>5} {'tflops':>7} {'best/flash':>10} {'best/cudnn':>10} {'best/l04':>8}")
+          f" {'fp8k':>6} {'best':>5} {'tflops':>7} {'best/flash':>10} {'best/cudnn':>10}"
+          f" {'best/l04':>8}")
     for dim, causal, seq, res in rows:
-        best_ver, best = max(((v, res.get(n, 0.0)) for v, n in zip(versions, vnames)),
-                             key=lambda t: t[1], default=(None, 0.0))
+        best_ver, best = max(((v, res.get(n, 0.0)) for v, n in zip(versions, vnames)
+                              if "fp8" not in n), key=lambda t: t[1], default=(None, 0.0))
         tag = f"v{best_ver}" if best > 0 else "-"
         fl, cu, l4 = res.get("sdpa-flash", 0.0), res.get("sdpa-cudnn", 0.0), res.get(l04_name, 0.0)
         print(f"{dim:>4} {causal:>6} {seq:>6} {fl:>7.1f} {cu:>7.1f} {l4:>7.1f} " +
               " ".join(f"{res.get(n, 0.0):>6.1f}" for n in vnames) +
-              f" {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
+              f" {res.get(FP8_KERNEL, 0.0):>6.1f} {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
               f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
     return status
 

@@ -111,6 +111,9 @@ typedef struct attn_version {
                             bf16 against the tensor-core peak */
   int min_sm;          /**< lowest compute capability it runs on (e.g. 80, 90); 0 for any */
   int writes_lse;      /**< 1 when the launcher writes the log-sum-exp (then it is checked) */
+  int fp8;             /**< 1 when it computes in FP8 (e4m3 on the tensor cores) from and to its
+                            dtype: checked against ATTN_TOL_FP8_*, its % of peak taken against
+                            twice the bf16 tensor-core peak (the FP8 rate) */
   int varlen;          /**< 1 when it takes a length per sequence (attn_problem::kv_lens, through
                             attn_args::seq_lens); others are skipped, with the reason, when a
                             problem has lengths */

@@ -31,6 +31,13 @@ extern "C" {
 /** bf16 outputs: max-abs error tolerance (half a bf16 step at 1.0 is 2^-8, about 4e-3). */
 #define ATTN_TOL_BF16_MAX_ABS 1e-2
 
+/** Outputs computed in FP8 (e4m3 operands on the tensor cores, bf16 in and out): relative L2
+ *  error tolerance. e4m3 keeps 4 significant bits: each operand is rounded by up to 2^-4 (6.25%)
+ *  of itself, against bf16's 2^-9. */
+#define ATTN_TOL_FP8_REL_L2 5e-2
+/** FP8 outputs (and their log-sum-exp): max-abs error tolerance. */
+#define ATTN_TOL_FP8_MAX_ABS 1.5e-1
+
 /** The byte every output is poisoned with before a checked launch. */
 #define ATTN_POISON_BYTE 0xFF
 

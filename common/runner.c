@@ -301,6 +301,10 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
       goto done;
     }
     attn_verdict_init(&r->verdict, v->dtype);
+    if (v->fp8) {
+      r->verdict.tol_max_abs = ATTN_TOL_FP8_MAX_ABS;
+      r->verdict.tol_rel_l2 = ATTN_TOL_FP8_REL_L2;
+    }
     attn_verdict_scan(&r->verdict, v->dtype, host_o, attn_q_elems(p), 0);
     for (size_t t = 0; t < in->n_rows; ++t) {
       size_t row = in->rows[t];
@@ -314,6 +318,10 @@ static void run_dense(const attn_version *v, const attn_options *o, dense_inputs
       /* fp32 log-sum-exp of unit-scale scores: judged with fp32 absolute tolerance scaled by its
        * magnitude (|lse| grows like log(seq_kv)). */
       attn_verdict_init_lse(&r->verdict_lse, v->dtype);
+      if (v->fp8) {
+        r->verdict_lse.tol_max_abs = ATTN_TOL_FP8_MAX_ABS;
+        r->verdict_lse.tol_rel_l2 = ATTN_TOL_FP8_REL_L2;
+      }
       attn_verdict_scan(&r->verdict_lse, ATTN_F32, host_lse, attn_rows(p), 1);
       for (size_t t = 0; t < in->n_rows; ++t)
         attn_verdict_add(&r->verdict_lse, host_lse[attn_row_lse_index(p, in->rows[t])],
@@ -449,6 +457,7 @@ static void rates(const attn_device *dev, attn_result *r) {
   double s = r->timing.median_ms * 1e-3;
   r->tflops = r->work.flops / s / 1e12;
   double peak = r->version->dtype == ATTN_BF16 ? dev->bf16_tensor_tflops : dev->fp32_tflops;
+  if (r->version->fp8) peak = 2.0 * dev->bf16_tensor_tflops; /* e4m3: twice bf16's rate */
   r->pct_flops = peak > 0 ? 100.0 * r->tflops / peak : -1.0; /* -1: no datasheet peak known */
   r->gbs = r->work.bytes / s / 1e9;
   double bw = r->work.peak_gbs > 0 ? r->work.peak_gbs : dev->mem_bw_gbs;

@@ -1626,7 +1626,10 @@ VERSIONS = {
          "384"],
         ["5", "`v5_overlap.cu`", "overlap-bf16", "inside a turn, the softmax of S_j under the "
          "warpgroup's own P_{j-1} V_{j-1} (two commit groups, `wait_group 1`)", "384"],
-        ["6", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["6", "`v6_fp8.cu`", "fp8-e4m3", "version 5 on e4m3 Q, K and V^T (keys permuted to the "
+         "order a thread holds P), one scale per tensor, dim 128; the conversion is timed with it",
+         "384"],
+        ["7", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }
@@ -1780,7 +1783,7 @@ def r_l05_peers(a, ctx):
         return src + "\n\nPeer figures: " + NO_PEERS + "."
     nums = sorted({int(m.group(1)) for r in a.peers if int(r["lesson"]) == 5
                    for m in [re.match(r"v(\d+)-", r["impl"] or "")] if m})
-    rows, targets = [], {}
+    rows, targets, fp8_over = [], {}, {}
     for dim in (64, 128):
         for c in (0, 1):
             seqs = sorted({r["seq_q"] for r in a.peers if int(r["lesson"]) == 5 and
@@ -1791,26 +1794,44 @@ def r_l05_peers(a, ctx):
                 l4 = a.peer(5, r"l04-.*", **kv)
                 vs = {v: a.peer(5, rf"v{v}-.*", **kv) for v in nums}
                 ts = {v: r["tflops"] for v, r in vs.items() if r and r["tflops"]}
-                best = max(ts.values()) if ts else None
+                bf = [t for v, t in ts.items() if "fp8" not in vs[v]["impl"]]
+                best = max(bf) if bf else None
+                fk = a.peer(5, "fp8-kernel-only", **kv)
+                fp8v = [v for v, r in vs.items() if r and "fp8" in r["impl"]]
+                if fk and fk["tflops"] and sq >= 4096:
+                    prev = ts.get(fp8v[0] - 1) if fp8v else None
+                    fp8_over.setdefault(c, []).append((ratio(fk["tflops"], prev),
+                                                       ratio(ts.get(fp8v[0]), prev)
+                                                       if fp8v else None))
                 b_c = ratio(best, cu and cu["tflops"])
                 if sq >= 4096 and b_c:
                     targets.setdefault((dim, c), []).append(b_c)
                 rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
                              f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
-                            [f(ts.get(v)) for v in nums] +
+                            [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
                             [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                              f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
-                 [f"v{v}" for v in nums] + ["best / flash", "best / cuDNN", "best / l04"], rows),
-           ""]
+                 [f"v{v}" for v in nums] + ["FP8 kernel alone", "best / flash", "best / cuDNN",
+                                            "best / l04"], rows),
+           "", "Best: the fastest bf16 version. The FP8 version's column counts its conversion of "
+           "Q, K and V (as the lesson's program times it); \"FP8 kernel alone\" times its kernel "
+           "on tensors converted before the timing (dim 128 only).", ""]
     words = []
     for (dim, c), rs in sorted(targets.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         words.append(f"dim {dim}{' causal' if c else ''} {span(min(rs), max(rs), 2)}x")
     if words:
-        out.append("Best version over cuDNN at seq 4k-16k: " + "; ".join(words) + ".")
+        out.append("Best bf16 version over cuDNN at seq 4k-16k: " + "; ".join(words) + ".")
+    for c, rs in sorted(fp8_over.items()):
+        k = [x for x, _ in rs if x]
+        e = [y for _, y in rs if y]
+        if k:
+            out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the kernel alone "
+                       f"{span(min(k), max(k), 2)}x the bf16 version before it" +
+                       (f", {span(min(e), max(e), 2)}x counting the conversion." if e else "."))
     return "\n".join(out).rstrip()
 
 

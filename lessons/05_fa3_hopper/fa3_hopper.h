@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 5
+#define L05_VERSIONS 6
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -155,6 +155,48 @@ void l05_timeline_set(unsigned long long *device_buffer);
 
 /** The buffer l05_timeline_set() set, or NULL (the launchers read it). */
 unsigned long long *l05_timeline_get(void);
+/** @} */
+
+/**
+ * A TMA tensor map over bytes (FP8 tensors), 4-D, the 128-byte swizzle, zeros past the ends.
+ * @param map    out: the 128-byte CUtensorMap
+ * @param base   device pointer, 16-byte aligned
+ * @param size   elements per dimension, innermost first
+ * @param stride bytes between consecutive indices of dimensions 1-3 (multiples of 16)
+ * @param box    elements per dimension of one copy (box[0] <= 128 bytes, each <= 256; a box
+ *               reaching past the end reads zeros there)
+ * @return as l05_tensor_map()
+ */
+cudaError_t l05_tensor_map_u8(void *map, const void *base, const unsigned long long size[4],
+                              const unsigned long long stride[3], const unsigned box[4]);
+
+/** @name FP8 (version 6, head dimension 128)
+ * Version 6 computes in e4m3 with one scale per tensor: its launcher first measures the largest
+ * |x| of Q, K and V, writes Q and K as e4m3 (x * 448 / amax) and V transposed ([batch, kv_heads,
+ * dim, keys], keys padded to a multiple of 128 with zeros and permuted inside each group of 32,
+ * see v6_fp8.cu), into a workspace, then runs the attention kernel on those. The two halves are
+ * also callable apart, so that the kernel can be timed without the conversion.
+ *  @{ */
+/** Workspace bytes version 6 needs for a shape (0 for a shape it cannot run: a dimension other
+ *  than 128, an extent below 1, query heads not a multiple of the KV heads). */
+size_t l05_fp8_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Quantise bf16 Q, K, V into @p workspace (l05_fp8_workspace_bytes() bytes) on @p stream. */
+cudaError_t l05_fp8_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                             int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                             size_t workspace_bytes, cudaStream_t stream);
+
+/** The FP8 attention kernel on a workspace l05_fp8_quantize() filled: O (bf16) and the
+ *  log-sum-exp as every launcher writes them. */
+cudaError_t l05_fp8_attention(const void *workspace, size_t workspace_bytes, void *o, float *lse,
+                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                              int causal, float scale, cudaStream_t stream);
+
+/** Both: quantise, then attend (what the harness times for version 6). */
+cudaError_t l05_fp8_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                            int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                            int causal, float scale, void *workspace, size_t workspace_bytes,
+                            cudaStream_t stream);
 /** @} */
 
 /**

@@ -59,6 +59,31 @@ extern "C" cudaError_t l05_tensor_map(void *map, const void *base, int batch, in
   return cudaSuccess;
 }
 
+extern "C" cudaError_t l05_tensor_map_u8(void *map, const void *base,
+                                         const unsigned long long size[4],
+                                         const unsigned long long stride[3],
+                                         const unsigned box[4]) {
+  if (!map || !base || ((uintptr_t)base & 15) || box[0] * 1u > 128u) return cudaErrorInvalidValue;
+  for (int i = 0; i < 4; ++i)
+    if (size[i] < 1 || box[i] < 1 || box[i] > 256) return cudaErrorInvalidValue;
+  for (int i = 0; i < 3; ++i)
+    if (stride[i] % 16) return cudaErrorInvalidValue;
+  PFN_cuTensorMapEncodeTiled_v12000 encode = encoder();
+  if (!encode) return cudaErrorNotSupported;
+  const cuuint64_t sz[4] = {size[0], size[1], size[2], size[3]};
+  const cuuint64_t st[3] = {stride[0], stride[1], stride[2]};
+  const cuuint32_t bx[4] = {box[0], box[1], box[2], box[3]};
+  const cuuint32_t elem_stride[4] = {1, 1, 1, 1};
+  CUtensorMap m;
+  memset(&m, 0, sizeof m);
+  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)base, sz, st, bx, elem_stride,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
+  memcpy(map, &m, sizeof m);
+  return cudaSuccess;
+}
+
 /* The timeline's device buffer (fa3_hopper.h), NULL when recording is off. */
 static unsigned long long *g_timeline = NULL;
 

@@ -8,8 +8,11 @@
 #include "fa2_warps.h"
 #include "fa3_hopper.h"
 
-/* [version - 1][0: dim 64, 1: dim 128] */
-static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
+/** The FP8 version's number: it takes a workspace, so it is not in kLaunch. */
+#define L05_FP8_VERSION 6
+
+/* [version - 1][0: dim 64, 1: dim 128], versions 1-5 */
+static const l05_launch_fn kLaunch[L05_FP8_VERSION - 1][2] = {
     {l05_wgmma_d64, l05_wgmma_d128},       {l05_tma_d64, l05_tma_d128},
     {l05_warpspec_d64, l05_warpspec_d128}, {l05_pingpong_d64, l05_pingpong_d128},
     {l05_overlap_d64, l05_overlap_d128},
@@ -21,6 +24,18 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
   if (version < 1 || version > L05_VERSIONS || (dim != 64 && dim != 128))
     return cudaErrorInvalidValue;
   if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
+  if (version == L05_FP8_VERSION) {
+    /* The FP8 version's workspace, allocated and freed in stream order around the call. */
+    const size_t bytes = l05_fp8_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
+    if (bytes == 0) return cudaErrorInvalidValue;
+    void *ws = NULL;
+    cudaError_t e = cudaMallocAsync(&ws, bytes, stream);
+    if (e != cudaSuccess) return e;
+    e = l05_fp8_forward(q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, dim, causal, scale,
+                        ws, bytes, stream);
+    const cudaError_t f = cudaFreeAsync(ws, stream);
+    return e != cudaSuccess ? e : f;
+  }
   return kLaunch[version - 1][dim == 128](q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv,
                                           causal, scale, stream);
 }
@@ -29,6 +44,21 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
 static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s) {
   return l05_forward(a->version, p->dim, a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads,
                      p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
+}
+
+/* The FP8 version through the harness's workspace: the conversion and the kernel, both timed. */
+static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream_t s) {
+  return l05_fp8_forward(a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q,
+                         p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace,
+                         a->workspace_bytes, s);
+}
+
+static size_t fp8_workspace(const attn_problem *p) {
+  return l05_fp8_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
+}
+
+static const char *supports_fp8(const attn_problem *p) {
+  return p->dim == 128 ? NULL : "FP8 is built for head dimension 128 only";
 }
 
 /* The yardstick: lesson 04's best kernel (version 7) on the same inputs, in the same run. */
@@ -86,6 +116,16 @@ static const attn_version kVersions[L05_ROWS] = {
      .writes_lse = 1,
      .supports = supports,
      .launch = run},
+    {.name = "fp8-e4m3",
+     .summary = "+ FP8: e4m3 Q, K, V^T (keys permuted to P's register order); conversion timed",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,

@@ -1,7 +1,8 @@
 /* Lesson 05, GPU: every version against the reference on awkward shapes (one token, lengths that
  * are not tile multiples, causal with q_len != kv_len both ways, head dimensions 64 and 128, GQA
- * 4:1 and 8:1), each required to PASS with its log-sum-exp checked, outputs poisoned with NaN
- * before each run (the harness does). Also run under compute-sanitizer: the shapes are small on
+ * 4:1 and 8:1), each required to PASS with its log-sum-exp checked (the FP8 version against the
+ * FP8 tolerances, and at dim 128 only), outputs poisoned with NaN before each run (the harness
+ * does). Also run under compute-sanitizer: the shapes are small on
  * purpose. Exits 77 (skipped) without a GPU, and on a GPU other than sm_90: the kernels are built
  * for sm_90a, which no other GPU runs. */
 #include <string.h>
@@ -42,6 +43,12 @@ START_TEST(every_version_passes_awkward_shapes) {
   const int failed = attn_run_versions(&l05_lesson, &o, &g_dev, r, stdout);
   ck_assert_int_eq(failed, 0);
   for (int v = 0; v < l05_lesson.n_versions; ++v) {
+    if (r[v].status == ATTN_SKIPPED) {
+      /* The only documented skip: the FP8 version at a head dimension other than 128. */
+      ck_assert_msg(r[v].version->fp8 && x[5] != 128, "%s skipped: %s", r[v].version->name,
+                    r[v].note);
+      continue;
+    }
     ck_assert_msg(r[v].status == ATTN_PASS, "%s: %s", r[v].version->name, r[v].note);
     ck_assert_uint_gt(r[v].verdict.compared, 0);
     ck_assert_uint_gt(r[v].verdict_lse.compared, 0);

@@ -1,0 +1,56 @@
+/** @file
+ * @brief Where version 6 keeps its FP8 tensors in the workspace, shared by the conversion kernels
+ * (fp8_quant.cu) and the attention kernel (v6_fp8.cu).
+ *
+ * [0, 16): the largest |x| of Q, K and V as float bits (atomicMax on the bits orders non-negative
+ * floats correctly); then, each at a 256-byte boundary, Q in e4m3 [batch, seq_q, heads, dim], K in
+ * e4m3 [batch, seq_kv, kv_heads, dim], and V transposed, [batch, kv_heads, dim, keys], its keys
+ * padded with zeros to a multiple of L05_FP8_KEY_PAD and permuted inside each group of 32
+ * (l05_fp8_key() says which key sits at a position).
+ */
+#ifndef L05_FP8_WORKSPACE_CUH
+#define L05_FP8_WORKSPACE_CUH
+
+#include <stddef.h>
+
+/** The transposed V's keys are padded to this (one KV tile). */
+#define L05_FP8_KEY_PAD 128
+/** e4m3's largest finite value: a tensor's largest |x| maps to it. */
+#define L05_FP8_MAX 448.0f
+
+/** Byte offsets of the parts of the workspace. */
+typedef struct l05_fp8_layout {
+  size_t q;     /**< Q, e4m3 */
+  size_t k;     /**< K, e4m3 */
+  size_t vt;    /**< V transposed, e4m3 */
+  size_t bytes; /**< the whole workspace */
+  int seq_pad;  /**< keys per (batch, kv head, dim) row of the transposed V */
+} l05_fp8_layout;
+
+/** Round @p x up to a multiple of 256. */
+static inline size_t l05_fp8_align(size_t x) {
+  return (x + 255) / 256 * 256;
+}
+
+/** The layout for a shape. */
+static inline l05_fp8_layout l05_fp8_layout_of(int batch, int heads, int kv_heads, int seq_q,
+                                               int seq_kv, int dim) {
+  l05_fp8_layout l;
+  l.seq_pad = (seq_kv + L05_FP8_KEY_PAD - 1) / L05_FP8_KEY_PAD * L05_FP8_KEY_PAD;
+  l.q = 256;
+  l.k = l.q + l05_fp8_align((size_t)batch * seq_q * heads * dim);
+  l.vt = l.k + l05_fp8_align((size_t)batch * seq_kv * kv_heads * dim);
+  l.bytes = l.vt + l05_fp8_align((size_t)batch * kv_heads * dim * l.seq_pad);
+  return l;
+}
+
+/** The key (0-31, inside its group of 32) whose value sits at position @p p of a transposed V row.
+ * Positions 4 t .. 4 t + 3 hold keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9, and positions 16 on the same
+ * 16 keys further: the order in which a thread already holds P (its S accumulator columns), so P
+ * goes to the FP8 wgmma as it is, without moving a byte between lanes. */
+static inline __host__ __device__ int l05_fp8_key(int p) {
+  const int half = p >> 4, t = (p & 15) >> 2, u = p & 3;
+  return 16 * half + 2 * t + (u & 1) + 8 * (u >> 1);
+}
+
+#endif /* L05_FP8_WORKSPACE_CUH */

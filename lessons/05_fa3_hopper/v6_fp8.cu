@@ -1,0 +1,435 @@
+// clang-format off
+/** @file
+ * @brief Version 6: FP8. Version 5's kernel on e4m3 operands: twice the tensor-core rate per
+ * instruction, half the bytes per tile, one scale per tensor.
+ *
+ * What changed: the launcher first converts (fp8_quant.cu): the largest |x| of Q, K and V, then Q
+ * and K in e4m3 (x * 448 / amax) and V transposed, [batch, kv_heads, dim, keys], because FP8
+ * wgmma reads both operands K-major (it has no transpose flag), and P V reduces over keys. The
+ * kernel then runs version 5's schedule with m64n128k32 e4m3 wgmma: a 128-byte row now holds 128
+ * values, so Q, K and the transposed V tile are each one swizzled panel. P goes to the tensor
+ * cores from registers as e4m3, four values per register; the register fragment of an 8-bit A
+ * wants row g's k = 4 t4 .. 4 t4 + 3, where a thread holds the S columns 2 t4, 2 t4 + 1, 2 t4 + 8,
+ * 2 t4 + 9 of each 16. Instead of moving bytes between lanes, the conversion stores the transposed
+ * V with its keys in exactly that order (l05_fp8_key()), so that the k-th value of P and the k-th
+ * row of V^T are the same key. The scales fold into the softmax scale (Q's and K's) and into the
+ * final 1 / l (V's).
+ *
+ * Why: an e4m3 wgmma does twice the multiply-adds of a bf16 one in the same time, and every tile
+ * is half the bytes. The softmax is unchanged: exponentials per score are the same, so the share of
+ * the time it takes grows, and the overlap of version 5 matters more.
+ *
+ * Prediction: the kernel alone 1.4-1.6x version 5 at dim 128 (the softmax does not speed up);
+ * less counting the conversion, which reads Q, K and V twice and writes them once more. Error:
+ * e4m3 keeps 3 bits of significand (a relative step of 2^-4 near 1, against bf16's 2^-8), about
+ * 10x bf16's error in O.
+ *
+ * Measured: not yet on the H200.
+ *
+ * Run: `./run 6` (dim 128, 16 heads, batch 4, seq 4096; the time includes the conversion).
+ */
+// clang-format on
+/* Built once, for head dimension 128 (FP8 at dim 64 would need the 64-byte swizzle: not in this
+ * lesson). */
+#define HEAD_DIM 128
+
+#include <cuda.h>
+#include <limits.h>
+#include <math.h>
+
+#include "attn_cuda.cuh"
+#include "fa3_hopper.h"
+#include "fp8_workspace.cuh"
+#include "hopper.cuh"
+
+#define FA_BR L05_BR                     /**< 128 query rows per block */
+#define FA_BC L05_BC                     /**< 128 keys per KV tile */
+#define FA_THREADS 384                   /**< a producer warpgroup and two consumers */
+#define FA_NS (FA_BC / 2)                /**< S accumulator floats per thread: 64 x Bc / 128 */
+#define FA_NO (HEAD_DIM / 2)             /**< O accumulator floats per thread */
+#define FA_KS (HEAD_DIM / 32)            /**< k-steps of S = Q K^T (32 deep in FP8) */
+#define FA_PK (FA_BC / 32)               /**< k-steps of O += P V */
+#define FA_Q_BYTES (FA_BR * HEAD_DIM)    /**< the Q tile, one byte per value */
+#define FA_TILE_BYTES (FA_BC * HEAD_DIM) /**< one K or V^T tile buffer */
+/** Dynamic shared memory: Q, two K and two V stages, nine mbarriers (Q; full and empty for K and V
+ * of each stage), and 1024 bytes to align the start to a swizzle atom. */
+#define FA_SMEM_BYTES (FA_Q_BYTES + 4 * FA_TILE_BYTES + 128 + 1024)
+/** Arrivals that release a stage: one per consumer warp. */
+#define FA_CONSUMER_WARPS 8
+/** log2(e): exp(x) = 2^(x log2 e), so the scale folds it in and ex2 does the rest. */
+#define FA_LOG2E 1.4426950408889634f
+/** ln(2): turns the base-2 log-sum-exp back into the natural one. */
+#define FA_LN2 0.6931471805599453f
+
+/** Token pasting, after expanding `b`. */
+#define FA_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
+#define FA_CAT(a, b) FA_CAT_(a, b)
+/** The kernel. */
+#define FA_KERNEL l05_fp8_kernel_d128
+/** The kernel's launcher, l05_fp8_attention(), declared in fa3_hopper.h. */
+#define FA_LAUNCH l05_fp8_attention
+/** S = Q K^T for one k-step: N = FA_BC keys, 32 deep. */
+#define FA_WGMMA_S wgmma_fp8_ss_n128
+/** O += P V for one k-step: N = HEAD_DIM, 32 keys deep. */
+#define FA_WGMMA_O wgmma_fp8_rs_n128
+
+/** The producer's thread: announce a tile's bytes on `bar`, then copy it: one TMA box of 128
+ * bytes x `rows`, at coordinates (c0, c1, c2, c3), innermost first. */
+static __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap *map, uint32_t bar,
+                                                int rows, int c0, int c1, int c2, int c3) {
+  mbar_arrive_expect_tx(bar, rows * 128);
+  tma_load_4d(dst, map, bar, c0, c1, c2, c3);
+}
+
+/** KV tiles Q tile [q0, q0 + FA_BR) must visit (lesson 04's kv_tiles_visited). */
+static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long last_row = (q0 + FA_BR < seq_q ? q0 + FA_BR : seq_q) - 1;
+    long long last_key = last_row + ((long long)seq_kv - seq_q);
+    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)((n + FA_BC - 1) / FA_BC);
+}
+
+/** KV tiles, from tile 0, that Q tile [q0, q0 + FA_BR) sees whole: no mask needed. */
+static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
+  long long n = seq_kv;
+  if (causal) {
+    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
+    n = first_sees < seq_kv ? first_sees : seq_kv;
+  }
+  return n <= 0 ? 0 : (int)(n / FA_BC);
+}
+
+/** S = Q K^T for one KV tile, issued (not waited for): FA_KS wgmma reading my warpgroup's rows
+ * of Q at `q_base` and the K tile at `k_tile`. */
+static __device__ __forceinline__ void issue_s(float s[FA_NS], uint32_t q_base, uint32_t k_tile) {
+#pragma unroll
+  for (int ks = 0; ks < FA_KS; ++ks) {
+    const uint32_t col = ks * 32; /* bytes along the row: one panel holds all 128 values */
+    const uint64_t da = wgmma_desc(q_base + col, 16, 1024);
+    const uint64_t db = wgmma_desc(k_tile + col, 16, 1024);
+    FA_WGMMA_S(s, da, db, ks > 0);
+  }
+}
+
+/** O += P V for one KV tile, issued (not waited for): P from registers, the V^T tile at `v_tile`
+ * (rows: the head dimension; 128 permuted keys each) through a K-major descriptor. */
+static __device__ __forceinline__ void issue_pv(float acc[FA_NO], const uint32_t pa[FA_PK][4],
+                                                uint32_t v_tile) {
+#pragma unroll
+  for (int kk = 0; kk < FA_PK; ++kk) {
+    const uint64_t dv = wgmma_desc(v_tile + kk * 32, 16, 1024);
+    FA_WGMMA_O(acc, pa[kk], dv, 1);
+  }
+}
+
+/** The softmax of one S tile on my 2 rows (the mask first when `masked`): P in place of S, the
+ * running max and sum updated, and the factor O must be rescaled by returned in `alpha`, without
+ * touching O, which a wgmma may still be accumulating. Rows q0 + wr0 + g and + 8, keys from k0. */
+static __device__ __forceinline__ void softmax_p(float s[FA_NS], float row_m[2], float row_l[2],
+                                                 float alpha_out[2], int masked, int q0, int wr0,
+                                                 int k0, int g, int t4, int seq_kv, int causal,
+                                                 int diag, float scale_log2) {
+  /* The mask, element by element, only on the tiles that need it (the same for the whole
+   * block: no divergence): the diagonal tiles and a last tile cut short by seq_kv. The
+   * accumulator's layout is mma.sync's, per n8 column block: s[4 nt + e] is row g + 8 (e / 2),
+   * column 8 nt + 2 t4 + e % 2 of my warp's 16 rows. */
+  if (masked) {
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int row = q0 + wr0 + g + (e >> 1) * 8;
+        int col = k0 + nt * 8 + t4 * 2 + (e & 1);
+        if (col >= seq_kv || (causal && col > row + diag)) s[4 * nt + e] = -INFINITY;
+      }
+    }
+  }
+
+  /* Online softmax on my 2 rows: max over my scores, then over the quad (2 shuffles). */
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt)
+      mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(row_m[hf], mx * scale_log2);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+    const float alpha = fast_exp2(row_m[hf] - m_use);
+    row_m[hf] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < FA_BC / 8; ++nt)
+#pragma unroll
+      for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+        float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -m_use));
+        s[4 * nt + e] = p;
+        sum += p;
+      }
+    row_l[hf] = row_l[hf] * alpha + sum;
+    alpha_out[hf] = alpha;
+  }
+}
+
+/** Once the previous P V has landed in O: O rescaled by this tile's `alpha`, and P packed into `pa`
+ * as wgmma's register A fragment for the next turn. */
+static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float acc[FA_NO],
+                                                    const float alpha[2], uint32_t pa[FA_PK][4]) {
+#pragma unroll
+  for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+    acc[4 * dt] *= alpha[0];
+    acc[4 * dt + 1] *= alpha[0];
+    acc[4 * dt + 2] *= alpha[1];
+    acc[4 * dt + 3] *= alpha[1];
+  }
+  /* 32 keys per k-step: S blocks 4 kk .. 4 kk + 3 (8 columns each). a[0] (row g) takes columns
+   * 2 t4, 2 t4 + 1 of blocks 0 and 1, a[2] those of blocks 2 and 3; a[1], a[3] the same of row g
+   * + 8. V^T's keys are stored in this order (l05_fp8_key()). */
+#pragma unroll
+  for (int kk = 0; kk < FA_PK; ++kk) {
+    const float *b = s + 16 * kk;
+    pa[kk][0] = pack_e4m3x4(b[0], b[1], b[4], b[5]);
+    pa[kk][1] = pack_e4m3x4(b[2], b[3], b[6], b[7]);
+    pa[kk][2] = pack_e4m3x4(b[8], b[9], b[12], b[13]);
+    pa[kk][3] = pack_e4m3x4(b[10], b[11], b[14], b[15]);
+  }
+}
+
+/** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
+ * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
+static __global__ void __launch_bounds__(FA_THREADS, 1)
+    FA_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q e4m3, boxes of 128 x FA_BR
+              const __grid_constant__ CUtensorMap tm_k,  // K e4m3, boxes of 128 x FA_BC
+              const __grid_constant__ CUtensorMap tm_v,  // V^T e4m3, boxes of 128 keys x dim
+              attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
+              float *__restrict__ lse,                   // [batch, heads, seq_q]
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+              int n_q_tiles,
+              const unsigned *__restrict__ amax,      // the conversion's largest |x| of Q, K, V
+              unsigned long long *__restrict__ tl) {  // timeline stamps (L05_TIMELINE) or NULL
+  extern __shared__ unsigned char smem[];
+  /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
+   * tiles start on a 1024-byte boundary. */
+  const uint32_t sQ_a = (smem_u32(smem) + 1023u) & ~1023u;   /* [panel][FA_BR][64] */
+  const uint32_t sK_a = sQ_a + FA_Q_BYTES;                   /* [2][panel][FA_BC][64] */
+  const uint32_t sV_a = sK_a + 2 * FA_TILE_BYTES;            /* [2][panel][FA_BC][64] */
+  const uint32_t bar_q = sV_a + 2 * FA_TILE_BYTES;           /* Q landed */
+  const uint32_t full_k = bar_q + 8, full_v = bar_q + 24;    /* [2]: the stage's tile landed */
+  const uint32_t empty_k = bar_q + 40, empty_v = bar_q + 56; /* [2]: both consumers are done */
+
+  /* Heavy first: a head's Q tiles from the last (sees the most keys) to the first. */
+  const int q_tile =
+      causal ? n_q_tiles - 1 - (int)(blockIdx.x % n_q_tiles) : blockIdx.x % n_q_tiles;
+  const int bh = blockIdx.x / n_q_tiles;
+  const int h = bh % heads, b = bh / heads;
+  const int kvh = h / (heads / kv_heads);
+  const int q0 = q_tile * FA_BR;
+  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
+
+  if (threadIdx.x == 0) {
+    mbar_init(bar_q, 1);
+    for (int st = 0; st < 2; ++st) {
+      mbar_init(full_k + 8 * st, 1);
+      mbar_init(full_v + 8 * st, 1);
+      mbar_init(empty_k + 8 * st, FA_CONSUMER_WARPS);
+      mbar_init(empty_v + 8 * st, FA_CONSUMER_WARPS);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads(); /* the barriers exist: the last block-wide barrier of the kernel */
+
+  /* The roles are the two branches of one if/else, as setmaxnreg needs: ptxas then knows each
+   * branch's register budget (24 in the producer, 240 in the consumers). */
+  if (threadIdx.x < 128) {
+    /* The producer warpgroup: registers back to the pool; its warp 0 walks the tiles (the whole
+     * warp waits on the barriers, lane 0 issues the copies), warps 1-3 have nothing to do. */
+    setmaxnreg_dec_24();
+    if (threadIdx.x < 32) {
+      const int leader = threadIdx.x == 0;
+      if (leader) tma_tile(sQ_a, &tm_q, bar_q, FA_BR, 0, h, q0, b);
+      for (int j = 0; j < n_tiles; ++j) {
+        const int st = j & 1;                       /* l05_stage(j, 2) */
+        const uint32_t parity = ((j >> 1) & 1) ^ 1; /* l05_empty_parity(j, 2) */
+        const uint32_t off = st * FA_TILE_BYTES;
+        mbar_wait(empty_k + 8 * st, parity);
+        if (leader) tma_tile(sK_a + off, &tm_k, full_k + 8 * st, FA_BC, 0, kvh, j * FA_BC, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_K);
+        mbar_wait(empty_v + 8 * st, parity);
+        if (leader) tma_tile(sV_a + off, &tm_v, full_v + 8 * st, HEAD_DIM, j * FA_BC, 0, kvh, b);
+        TL_STAMP(tl, 0, j, L05_TL_ISSUE_V);
+        __syncwarp();
+      }
+    }
+  } else {
+    /* A consumer warpgroup. */
+    setmaxnreg_inc_240();
+    const int wg = (threadIdx.x >> 7) - 1; /* rows 64 wg .. 64 wg + 63 of the tile */
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31; /* warp in the warpgroup */
+    const int g = lane >> 2, t4 = lane & 3;       /* quad (row) and lane in quad (column pair) */
+    const int wr0 = wg * L05_WG_ROWS + warp * 16; /* my warp's first row in the tile */
+    const size_t q_stride = (size_t)heads * HEAD_DIM;
+    const int diag = seq_kv - seq_q;
+    const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
+    const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+    /* The scales back: S is (Q/sq)(K/sk)^T, so the softmax scale takes sq sk; O takes sv. */
+    float deq[3];
+#pragma unroll
+    for (int t = 0; t < 3; ++t) {
+      const float a = __uint_as_float(amax[t]);
+      deq[t] = a > 0.f ? a / L05_FP8_MAX : 1.f;
+    }
+    scale_log2 *= deq[0] * deq[1];
+    mbar_wait(bar_q, 0);
+
+    float acc[FA_NO];
+    float row_m[2], row_l[2]; /* [row g or g + 8]; m in log2 units */
+#pragma unroll
+    for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
+    row_m[0] = row_m[1] = -INFINITY;
+    row_l[0] = row_l[1] = 0.f;
+
+    /* Ping-pong, as in version 4, and inside a turn the softmax of S_j runs while this
+     * warpgroup's own P_{j-1} V_{j-1} is still on the tensor cores: S_j and P V are two commit
+     * groups, wait_group 1 returns when the first is done. O is rescaled, and P_j packed over the
+     * registers P V reads, only after wait_group 0.
+     * Ping-pong: the warpgroups take turns at the tensor cores through two named barriers (1:
+     * warpgroup 0's turn, 2: warpgroup 1's). A turn issues S_j = Q K_j^T together with the
+     * previous tile's P_{j-1} V_{j-1}, hands the turn over, and only then waits: the softmax of S_j
+     * runs while the other warpgroup's GEMMs use the tensor cores. The first turn has no P V and
+     * the last no S; they are peeled off the loop, so that no wgmma sits behind a branch (ptxas
+     * would serialise them, C7520). Warpgroup 0 goes first (warpgroup 1 arrives once up front);
+     * warpgroup 1 skips its last hand-over, which nobody waits for, so both barriers end
+     * balanced. */
+    const int my_bar = 1 + wg, other_bar = 2 - wg;
+    uint32_t pa[FA_PK][4]; /* P_{j-1}, packed, waiting for its turn */
+    float s[FA_NS];
+    if (n_tiles > 0) {
+      if (wg == 1) named_bar_arrive(1, 256);
+      mbar_wait(full_k, 0); /* K_0 has landed */
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_K_READY);
+      named_bar_sync(my_bar, 256);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_TURN);
+      wgmma_fence();
+      issue_s(s, q_base, sK_a);
+      wgmma_commit();
+      named_bar_arrive(other_bar, 256);
+      wgmma_wait0();
+      reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_S_READY);
+      if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
+      float alpha[2];
+      softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
+                scale_log2);
+      TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
+      rescale_pack(s, acc, alpha, pa);
+    }
+    for (int j = 1; j < n_tiles; ++j) {
+      const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
+      const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
+      const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
+      mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
+      mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+      named_bar_sync(my_bar, 256); /* my turn */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
+      reg_fence(acc, FA_NO);
+      wgmma_fence();
+      issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
+      wgmma_commit(); /* group 1: S_j */
+      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
+      named_bar_arrive(other_bar, 256); /* your turn */
+      wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
+      reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
+      if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
+      float alpha[2];
+      softmax_p(s, row_m, row_l, alpha, j >= n_unmasked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal,
+                diag, scale_log2); /* under my own P V on the tensor cores */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
+      wgmma_wait0();
+      reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
+      if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
+      rescale_pack(s, acc, alpha, pa);
+    }
+    if (n_tiles > 0) {
+      const int pst = (n_tiles - 1) & 1;
+      mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
+      named_bar_sync(my_bar, 256);
+      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_TURN);
+      reg_fence(acc, FA_NO);
+      wgmma_fence();
+      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      wgmma_commit();
+      if (wg == 0) named_bar_arrive(other_bar, 256);
+      wgmma_wait0();
+      reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
+      if (lane == 0) mbar_arrive(empty_v + 8 * pst);
+    }
+
+    /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float l = row_l[hf];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = q0 + wr0 + g + hf * 8;
+      if (row >= seq_q) continue;
+      const float inv = l > 0.f ? deq[2] / l : 0.f; /* a row that sees no key: O = 0 */
+      attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+        *(uint32_t *)(orow + dt * 8 + t4 * 2) =
+            pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+      if (t4 == 0)
+        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
+    }
+  }
+}
+
+/** The launcher, l05_fp8_attention(): the three byte tensor maps over the workspace that
+ * l05_fp8_quantize() filled, then one block per (Q tile, head, batch). */
+extern "C" cudaError_t FA_LAUNCH(const void *workspace, size_t workspace_bytes, void *o, float *lse,
+                                 int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                                 int causal, float scale, cudaStream_t stream) {
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  if (dim != HEAD_DIM) return cudaErrorInvalidValue;
+  const l05_fp8_layout l = l05_fp8_layout_of(batch, heads, kv_heads, seq_q, seq_kv, dim);
+  if (!workspace || workspace_bytes < l.bytes) return cudaErrorInvalidValue;
+  const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
+  const long long blocks = (long long)n_q_tiles * batch * heads;
+  if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+  const unsigned char *ws = (const unsigned char *)workspace;
+  CUtensorMap tm_q, tm_k, tm_v;
+  const unsigned long long d = HEAD_DIM;
+  const unsigned long long q_size[4] = {d, (unsigned long long)heads, (unsigned long long)seq_q,
+                                        (unsigned long long)batch};
+  const unsigned long long q_stride[3] = {d, heads * d, seq_q * heads * d};
+  const unsigned q_box[4] = {HEAD_DIM, 1, FA_BR, 1}; /* rows past the end arrive as zeros */
+  const unsigned long long k_size[4] = {d, (unsigned long long)kv_heads, (unsigned long long)seq_kv,
+                                        (unsigned long long)batch};
+  const unsigned long long k_stride[3] = {d, kv_heads * d, seq_kv * kv_heads * d};
+  const unsigned k_box[4] = {HEAD_DIM, 1, FA_BC, 1};
+  const unsigned long long pad = (unsigned long long)l.seq_pad;
+  const unsigned long long v_size[4] = {pad, d, (unsigned long long)kv_heads,
+                                        (unsigned long long)batch};
+  const unsigned long long v_stride[3] = {pad, d * pad, kv_heads * d * pad};
+  const unsigned v_box[4] = {FA_BC, HEAD_DIM, 1, 1};
+  ATTN_TRY(l05_tensor_map_u8(&tm_q, ws + l.q, q_size, q_stride, q_box));
+  ATTN_TRY(l05_tensor_map_u8(&tm_k, ws + l.k, k_size, k_stride, k_box));
+  ATTN_TRY(l05_tensor_map_u8(&tm_v, ws + l.vt, v_size, v_stride, v_box));
+  ATTN_TRY(
+      cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
+  FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
+      tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
+      scale * FA_LOG2E, n_q_tiles, (const unsigned *)workspace, l05_timeline_get());
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
