@@ -47,8 +47,10 @@ from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 L04_BEST = 7
 # The FP8 version's kernel timed alone, on tensors converted before the timing.
 FP8_KERNEL = "fp8-kernel-only"
-# FP8's check against flash's output: e4m3 keeps 4 significant bits (the harness's FP8 tolerance).
-FP8_TOL = 1.5e-1
+# FP8's check against flash's output: e4m3 keeps 4 significant bits, so V and P are each rounded
+# by up to 2^-4 of themselves; an output row can be as close to one V row as the softmax allows,
+# so its error is bounded by about 2^-3 of the largest |V|.
+FP8_REL_TO_VMAX = 2.0 ** -3
 
 
 def load_lib(path):
@@ -147,6 +149,7 @@ def main():
                 impls["sdpa-flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
                 impls["sdpa-cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
                 ref = impls["sdpa-flash"]().transpose(1, 2).float()
+                vmax = v.abs().max().item()
 
                 def lesson(forward, ver, tag):
                     def run():
@@ -195,7 +198,8 @@ def main():
                             diff = (o.float() - ref).abs().max().item()
                             note = f" max_abs_vs_flash={diff:.2e}"
                             check = "ok"
-                            if not diff < (FP8_TOL if "fp8" in name else 2e-2):
+                            tol = FP8_REL_TO_VMAX * vmax if "fp8" in name else 2e-2
+                            if not diff < tol:
                                 status = 1
                                 note += " MISMATCH"
                                 check = "MISMATCH"

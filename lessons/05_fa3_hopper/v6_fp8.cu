@@ -13,7 +13,10 @@
  * 2 t4 + 9 of each 16. Instead of moving bytes between lanes, the conversion stores the transposed
  * V with its keys in exactly that order (l05_fp8_key()), so that the k-th value of P and the k-th
  * row of V^T are the same key. The scales fold into the softmax scale (Q's and K's) and into the
- * final 1 / l (V's).
+ * final 1 / l (V's). One more change: each tile's P V goes into a fresh accumulator, added to O in
+ * fp32 (fold_pv()), because the FP8 tensor cores keep fewer bits than fp32 when they add into an
+ * accumulator: over 16k keys, O += P V inside the wgmma lost enough low bits to bias O by a few
+ * percent.
  *
  * Why: an e4m3 wgmma does twice the multiply-adds of a bf16 one in the same time, and every tile
  * is half the bytes. The softmax is unchanged: exponentials per score are the same, so the share of
@@ -115,14 +118,17 @@ static __device__ __forceinline__ void issue_s(float s[FA_NS], uint32_t q_base, 
   }
 }
 
-/** O += P V for one KV tile, issued (not waited for): P from registers, the V^T tile at `v_tile`
- * (rows: the head dimension; 128 permuted keys each) through a K-major descriptor. */
-static __device__ __forceinline__ void issue_pv(float acc[FA_NO], const uint32_t pa[FA_PK][4],
+/** PV = P V for one KV tile into a fresh accumulator, issued (not waited for): P from registers,
+ * the V^T tile at `v_tile` (rows: the head dimension; 128 permuted keys each) through a K-major
+ * descriptor. Not O += P V: the FP8 tensor cores add into their accumulator with fewer bits than
+ * fp32 (the low bits of a small addend are lost against a large sum), so a tile's product is
+ * formed alone and added to O in fp32 by fold_pv(). */
+static __device__ __forceinline__ void issue_pv(float pv[FA_NO], const uint32_t pa[FA_PK][4],
                                                 uint32_t v_tile) {
 #pragma unroll
   for (int kk = 0; kk < FA_PK; ++kk) {
     const uint64_t dv = wgmma_desc(v_tile + kk * 32, 16, 1024);
-    FA_WGMMA_O(acc, pa[kk], dv, 1);
+    FA_WGMMA_O(pv, pa[kk], dv, kk > 0);
   }
 }
 
@@ -176,17 +182,21 @@ static __device__ __forceinline__ void softmax_p(float s[FA_NS], float row_m[2],
   }
 }
 
-/** Once the previous P V has landed in O: O rescaled by this tile's `alpha`, and P packed into `pa`
- * as wgmma's register A fragment for the next turn. */
-static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float acc[FA_NO],
-                                                    const float alpha[2], uint32_t pa[FA_PK][4]) {
+/** Once the previous tile's P V has landed: O = (O + PV) * alpha, in fp32 (the rescale of this
+ * tile's max and the previous tile's product in one step). */
+static __device__ __forceinline__ void fold_pv(float acc[FA_NO], const float pv[FA_NO],
+                                               const float alpha[2]) {
 #pragma unroll
   for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
-    acc[4 * dt] *= alpha[0];
-    acc[4 * dt + 1] *= alpha[0];
-    acc[4 * dt + 2] *= alpha[1];
-    acc[4 * dt + 3] *= alpha[1];
+    acc[4 * dt] = (acc[4 * dt] + pv[4 * dt]) * alpha[0];
+    acc[4 * dt + 1] = (acc[4 * dt + 1] + pv[4 * dt + 1]) * alpha[0];
+    acc[4 * dt + 2] = (acc[4 * dt + 2] + pv[4 * dt + 2]) * alpha[1];
+    acc[4 * dt + 3] = (acc[4 * dt + 3] + pv[4 * dt + 3]) * alpha[1];
   }
+}
+
+/** P packed into `pa` as the FP8 wgmma's register A fragment for the next turn. */
+static __device__ __forceinline__ void pack_p(const float s[FA_NS], uint32_t pa[FA_PK][4]) {
   /* 32 keys per k-step: S blocks 4 kk .. 4 kk + 3 (8 columns each). a[0] (row g) takes columns
    * 2 t4, 2 t4 + 1 of blocks 0 and 1, a[2] those of blocks 2 and 3; a[1], a[3] the same of row g
    * + 8. V^T's keys are stored in this order (l05_fp8_key()). */
@@ -287,6 +297,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     mbar_wait(bar_q, 0);
 
     float acc[FA_NO];
+    float pv[FA_NO];          /* one tile's P V, added to O in fp32 */
     float row_m[2], row_l[2]; /* [row g or g + 8]; m in log2 units */
 #pragma unroll
     for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
@@ -326,7 +337,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
                 scale_log2);
       TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
-      rescale_pack(s, acc, alpha, pa);
+      pack_p(s, pa); /* O is still zero: nothing to rescale */
     }
     for (int j = 1; j < n_tiles; ++j) {
       const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
@@ -341,7 +352,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       wgmma_fence();
       issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
       wgmma_commit(); /* group 1: S_j */
-      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      issue_pv(pv, pa, sV_a + pst * FA_TILE_BYTES);
       wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
       named_bar_arrive(other_bar, 256); /* your turn */
       wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
@@ -353,23 +364,25 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
                 diag, scale_log2); /* under my own P V on the tensor cores */
       TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
       wgmma_wait0();
-      reg_fence(acc, FA_NO);
+      reg_fence(pv, FA_NO);
       TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
       if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
-      rescale_pack(s, acc, alpha, pa);
+      fold_pv(acc, pv, alpha);
+      pack_p(s, pa);
     }
     if (n_tiles > 0) {
       const int pst = (n_tiles - 1) & 1;
       mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
       named_bar_sync(my_bar, 256);
       TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_TURN);
-      reg_fence(acc, FA_NO);
       wgmma_fence();
-      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      issue_pv(pv, pa, sV_a + pst * FA_TILE_BYTES);
       wgmma_commit();
       if (wg == 0) named_bar_arrive(other_bar, 256);
       wgmma_wait0();
-      reg_fence(acc, FA_NO);
+      reg_fence(pv, FA_NO);
+      const float one[2] = {1.f, 1.f};
+      fold_pv(acc, pv, one);
       TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
       if (lane == 0) mbar_arrive(empty_v + 8 * pst);
     }
