@@ -35,8 +35,10 @@ extern "C" {
  *  error tolerance. e4m3 keeps 4 significant bits: each operand is rounded by up to 2^-4 (6.25%)
  *  of itself, against bf16's 2^-9. */
 #define ATTN_TOL_FP8_REL_L2 5e-2
-/** FP8 outputs (and their log-sum-exp): max-abs error tolerance. */
-#define ATTN_TOL_FP8_MAX_ABS 1.5e-1
+/** FP8 outputs (and their log-sum-exp): max-abs error tolerance. An output row can be as close to
+ *  one V row as the softmax allows, so its error reaches 2^-4 of the largest |V|: 0.08 for the
+ *  harness's inputs, which lie in [-0.75, 1.25]. */
+#define ATTN_TOL_FP8_MAX_ABS 1e-1
 
 /** The byte every output is poisoned with before a checked launch. */
 #define ATTN_POISON_BYTE 0xFF

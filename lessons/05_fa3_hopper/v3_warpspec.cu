@@ -22,9 +22,9 @@
  * drift pays more.
  *
  * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 576.2 TFLOP/s (causal 503.5), 1.11x version 2, as predicted; dim 64: 412.4 (causal 363.8),
- * 1.23x, the larger gain predicted there. At the papers' shapes (bench/lesson05_peers.py, same
- * archive) it reaches 0.84-0.86x cuDNN at dim 128, seq 4k-16k.
+ * 128: 577.5 TFLOP/s (causal 509.3), 1.12x version 2, as predicted; dim 64: 413.6 (causal 364.0),
+ * 1.22x, the larger gain predicted there. At the papers' shapes (bench/lesson05_peers.py, same
+ * archive) it reaches 0.87-0.89x cuDNN at dim 128, seq 4k-16k.
  *
  * Run: `./run 3` (dim 128, 16 heads, batch 4, seq 4096), `./run 3 --dim 64 --heads 32`.
  */

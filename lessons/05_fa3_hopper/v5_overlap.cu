@@ -17,9 +17,9 @@
  * Prediction: 5-10% over version 4 at dim 128; little at dim 64, where P V is the short GEMM.
  *
  * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 656.7 TFLOP/s (causal 568.0), 1.03x version 4, below the 5-10% predicted; dim 64: 426.6
- * (causal 381.0), 1.00x, as predicted. At the papers' shapes it reaches 0.92-0.94x cuDNN at dim
- * 128 (not causal, seq 4k-16k) and 1.11-1.16x causal, in the same process on the same tensors.
+ * 128: 660.9 TFLOP/s (causal 574.0), 1.03x version 4, below the 5-10% predicted; dim 64: 428.0
+ * (causal 381.4), 1.00x, as predicted. At the papers' shapes it reaches 0.94-0.97x cuDNN at dim
+ * 128 (not causal, seq 4k-16k) and 0.99-1.06x causal, in the same process on the same tensors.
  *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */
