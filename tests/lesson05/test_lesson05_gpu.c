@@ -28,6 +28,10 @@ static const int kShapes[][7] = {
     {1, 8, 2, 256, 256, 64, 0},  /* exact multiples, GQA 4:1 */
     {2, 2, 1, 384, 640, 128, 0}, /* exact multiples, five KV tiles: the ring wraps twice */
     {1, 2, 2, 333, 777, 128, 1}, /* causal, q_len < kv_len, nothing a multiple */
+    /* more work items (Q tile, head, sequence) than an H200 has SMs: the persistent version's
+     * blocks take several each, some with no key to see (causal, q_len > kv_len) */
+    {2, 16, 4, 1100, 700, 128, 1},
+    {1, 48, 8, 700, 1300, 64, 0},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
