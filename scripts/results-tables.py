@@ -1663,7 +1663,8 @@ def measured(a, lesson, version, shape):
         return esc(f"{rs[0]['status']}: {rs[0]['note']}" if rs[0].get("note") else rs[0]["status"])
     s = f"{half_up(r['ms'], 3)} ms"
     if r["tflops"]:
-        peak = "fp32" if r["dtype"] == "fp32" else f"{r['dtype']} tensor"
+        peak = ("fp32" if r["dtype"] == "fp32" else
+                "fp8 tensor" if "fp8" in (r.get("name") or "") else f"{r['dtype']} tensor")
         s += f", {half_up(r['tflops'], 1)} TFLOP/s ({half_up(r['pct_flops'], 0)}% of {peak})"
     elif r["gbs"]:
         s += (f", {half_up(r['gbs'], 0 if r['gbs'] >= 100 else 1)} GB/s "

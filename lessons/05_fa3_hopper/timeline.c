@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     if (cudaMemcpy(dst[t], hb, n * 2, cudaMemcpyHostToDevice)) goto done;
   }
   printf("version,name,block,role,tile,event,cycles\n");
-  for (int ver = 3; ver <= L05_VERSIONS; ++ver) {
+  for (int ver = 3; ver <= 5; ++ver) { /* the warp-specialised bf16 versions */
     /* once to warm up, once recorded */
     if (l05_forward(ver, dim, q, k, v, o, lse, batch, heads, heads, seq, seq, causal, 0.f, 0))
       goto done;
