@@ -171,25 +171,6 @@ static __device__ __forceinline__ void setmaxnreg_inc_240(void) {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 }
 
-/** D (+)= A B, m64n64k16, A and B from shared memory through descriptors, both K-major (the
- * transpose flags 0). d[32]: this thread's share of the 64 x 64 fp32 accumulator. scale_d 0: D =
- * A B (the first k-step); 1: D += A B. */
-static __device__ __forceinline__ void wgmma_ss_n64(float d[32], uint64_t desc_a, uint64_t desc_b,
-                                                    int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
 /** D (+)= A B, m64n128k16, A and B from shared memory through descriptors, both K-major (the
  * transpose flags 0). d[64]: this thread's share of the 64 x 128 fp32 accumulator. scale_d 0: D =
  * A B (the first k-step); 1: D += A B. */
@@ -219,7 +200,7 @@ static __device__ __forceinline__ void wgmma_ss_n128(float d[64], uint64_t desc_
 /** D (+)= A B, m64n64k16, A from registers (a[4]: this thread's 16 x 16 slice of its warp's
  * rows, laid out as mma.sync's A fragment), B from shared memory, MN-major (the transpose flag 1: B
  * is stored k-row by k-row with n contiguous, as V is). d[32]: the 64 x 64 fp32 accumulator;
- * scale_d as in wgmma_ss_n64(). */
+ * scale_d as in wgmma_ss_n128(). */
 static __device__ __forceinline__ void wgmma_rs_n64(float d[32], const uint32_t a[4],
                                                     uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -239,7 +220,7 @@ static __device__ __forceinline__ void wgmma_rs_n64(float d[32], const uint32_t 
 /** D (+)= A B, m64n128k16, A from registers (a[4]: this thread's 16 x 16 slice of its warp's
  * rows, laid out as mma.sync's A fragment), B from shared memory, MN-major (the transpose flag 1: B
  * is stored k-row by k-row with n contiguous, as V is). d[64]: the 64 x 128 fp32 accumulator;
- * scale_d as in wgmma_ss_n64(). */
+ * scale_d as in wgmma_ss_n128(). */
 static __device__ __forceinline__ void wgmma_rs_n128(float d[64], const uint32_t a[4],
                                                      uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -265,7 +246,7 @@ static __device__ __forceinline__ void wgmma_rs_n128(float d[64], const uint32_t
 
 /** FP8: D (+)= A B, m64n128k32, A and B e4m3 from shared memory, both K-major (FP8 wgmma has no
  * transpose flags: every operand is K-major), fp32 accumulator d[64] laid out as in the bf16 form.
- * scale_d as in wgmma_ss_n64(). */
+ * scale_d as in wgmma_ss_n128(). */
 static __device__ __forceinline__ void wgmma_fp8_ss_n128(float d[64], uint64_t desc_a,
                                                          uint64_t desc_b, int scale_d) {
   asm volatile(

@@ -63,7 +63,7 @@ extern "C" cudaError_t l05_tensor_map_u8(void *map, const void *base,
                                          const unsigned long long size[4],
                                          const unsigned long long stride[3],
                                          const unsigned box[4]) {
-  if (!map || !base || ((uintptr_t)base & 15) || box[0] * 1u > 128u) return cudaErrorInvalidValue;
+  if (!map || !base || ((uintptr_t)base & 15) || box[0] > 128) return cudaErrorInvalidValue;
   for (int i = 0; i < 4; ++i)
     if (size[i] < 1 || box[i] < 1 || box[i] > 256) return cudaErrorInvalidValue;
   for (int i = 0; i < 3; ++i)

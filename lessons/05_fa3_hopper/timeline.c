@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
     goto done;
   void *const dst[3] = {q, k, v};
   for (int t = 0; t < 3; ++t) {
-    attn_fill_uniform(hf, n, -0.75f, 1.25f, 1, (uint64_t)t + 1);
+    attn_fill_attention_input(hf, n, 1, (uint64_t)t + 1); /* the harness's inputs */
     attn_f32_to_bf16_array(hf, hb, n);
     if (cudaMemcpy(dst[t], hb, n * 2, cudaMemcpyHostToDevice)) goto done;
   }
