@@ -2,7 +2,8 @@
  *
  * These are the lesson's answers to the drill in drills/02_online_softmax.c, and the CPU model uses
  * them for its online softmax. The GPU kernels do the same arithmetic in registers
- * (softmax_reduce.cuh and v8_decode_split.cu).
+ * (softmax_reduce.cuh and v8_decode_split.cu). The warp reductions at the end mirror warp_max() and
+ * warp_sum() of softmax_reduce.cuh line for line, with the shuffle modelled by l02_shfl_xor().
  */
 #include "online_state.h"
 
@@ -58,4 +59,20 @@ void l02_online_mlo_finish(const l02_online_mlo *s, int dim, float *out, float *
   float inv = 1.0f / s->l;
   for (int d = 0; d < dim; ++d) out[d] = s->o[d] * inv;
   if (lse) *lse = s->m + logf(s->l);
+}
+
+void l02_warp_max(float *lanes) {
+  float partner[L02_LANES];
+  for (int offset = L02_LANES / 2; offset > 0; offset >>= 1) {
+    l02_shfl_xor(lanes, offset, partner); /* every lane reads its partner's value first */
+    for (int lane = 0; lane < L02_LANES; ++lane) lanes[lane] = fmaxf(lanes[lane], partner[lane]);
+  }
+}
+
+void l02_warp_sum(float *lanes) {
+  float partner[L02_LANES];
+  for (int offset = L02_LANES / 2; offset > 0; offset >>= 1) {
+    l02_shfl_xor(lanes, offset, partner);
+    for (int lane = 0; lane < L02_LANES; ++lane) lanes[lane] += partner[lane];
+  }
 }

@@ -28,6 +28,10 @@
  * NaN, so the functions return the state unchanged). The finished output of an empty state is
  * O / l := 0 and log-sum-exp -inf: a fully masked row attends to nothing.
  *
+ * The maximum and the sum of a row are computed, on the GPU, by a warp of 32 lanes that reduce
+ * their partial results with __shfl_xor_sync. The end of this header models that shuffle on the
+ * CPU, one float per lane, so the butterfly reduction can be written and tested here.
+ *
  * lessons/02_online_softmax/online_state.c holds the lesson's solution; drills/02_online_softmax.c
  * holds the same functions with empty bodies for the reader to fill in (`make drill-2`).
  */
@@ -114,6 +118,40 @@ void l02_online_mlo_merge(l02_online_mlo *a, const l02_online_mlo *b, int dim);
  * @param lse the natural-log log-sum-exp of the scores seen; may be NULL
  */
 void l02_online_mlo_finish(const l02_online_mlo *s, int dim, float *out, float *lse);
+
+/* ---- A warp on the CPU ---------------------------------------------------------------------- */
+
+/** Lanes of a warp: one float of each lane's register is one element of a float[32]. */
+#define L02_LANES 32
+
+/**
+ * __shfl_xor_sync(0xffffffff, v, lane_mask) for a whole warp at once: lane i receives the value
+ * lane (i ^ lane_mask) holds. Every lane reads before any lane writes, as the hardware does, so
+ * @p in and @p out must not be the same array.
+ * @param in         the value each lane holds, [L02_LANES]
+ * @param lane_mask  the partner's lane is i ^ lane_mask (0 .. 31)
+ * @param out        what each lane receives, [L02_LANES]
+ */
+static inline void l02_shfl_xor(const float *in, int lane_mask, float *out) {
+  for (int lane = 0; lane < L02_LANES; ++lane) out[lane] = in[(lane ^ lane_mask) & (L02_LANES - 1)];
+}
+
+/**
+ * Warp max by the xor butterfly: at offsets 16, 8, 4, 2, 1 every lane takes l02_shfl_xor() of the
+ * offset and keeps fmaxf of its own value and its partner's. Afterwards every lane, not only lane
+ * 0, holds the max of the 32 values (-inf lanes, masked scores, take part like any other). The
+ * device version, warp_max() in softmax_reduce.cuh, is the same loop line for line.
+ * @param lanes  the value of each lane, [L02_LANES]; on return every element is the max
+ */
+void l02_warp_max(float *lanes);
+
+/**
+ * Warp sum by the xor butterfly: as l02_warp_max() with + in place of fmaxf. A lane and its
+ * partner add the same two numbers (a + b and b + a, equal in IEEE arithmetic), so every lane ends
+ * with the same bits. The device version is warp_sum() in softmax_reduce.cuh.
+ * @param lanes  the value of each lane, [L02_LANES]; on return every element is the sum
+ */
+void l02_warp_sum(float *lanes);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* Tile sizes, tile bounds and the causal tile class: the lesson's answers to `make drill-3`.
- * See tile_loops.h. */
+/* Tile sizes, tile bounds, the causal tile class and the traffic of the tiles: the lesson's answers
+ * to `make drill-3` (with backward_row.c). See tile_loops.h. */
 #include "tile_loops.h"
 
 void l03_paper_tile_sizes(long m_floats, int d, int *br, int *bc) {
@@ -32,4 +32,18 @@ l03_tile_class l03_causal_tile_class(int i, int j, int br, int bc, int seq_q, in
   if (c_first > r_last + offset) return L03_TILE_MASKED;   /* even the last row sees none */
   if (c_last <= r_first + offset) return L03_TILE_VISIBLE; /* even the first row sees all */
   return L03_TILE_PARTIAL;
+}
+
+double l03_fa1_hbm_bytes(int n, int d, int elem_bytes, long smem_bytes) {
+  int br, bc;
+  l03_paper_tile_sizes(smem_bytes / elem_bytes, d, &br, &bc);
+  (void)br; /* every query row is visited once per key tile, whatever the height of its tile */
+  const double N = n, D = d, tc = l03_num_tiles(n, bc);
+  /* Q, K, V, O: K and V once, O zeroed once, then Q_i in, O_i in and O_i out at each key tile. */
+  const double tensors = 2.0 * N * D + N * D + tc * 3.0 * N * D;
+  /* m and l: set once, in and out at each key tile, read once more for the LSE, which is written.
+   */
+  const double stats = 2.0 * N + tc * 4.0 * N + 2.0 * N + N;
+  /* 3Nd (Tc + 1) elements with Tc about 4Nd / M: the Theta(N^2 d^2 / M) of the paper. */
+  return elem_bytes * tensors + 4.0 * stats;
 }

@@ -1,7 +1,8 @@
 /**
  * @file tile_loops.h
  * @brief The bookkeeping of FlashAttention-1's double loop: tile sizes from the shared memory, tile
- *        counts and bounds for lengths that are not tile multiples, and the causal tile class.
+ *        counts and bounds for lengths that are not tile multiples, the causal tile class, and
+ *        the HBM traffic those tiles cause.
  *
  * These are the functions of `make drill-3`: drills/03_tile_loops.c holds them with empty bodies,
  * tile_loops.c holds the lesson's own versions. The CPU model (cpu_model.c) and the kernels'
@@ -72,6 +73,22 @@ int l03_tile_end(int t, int tile, int len);
  * @return L03_TILE_VISIBLE, L03_TILE_PARTIAL or L03_TILE_MASKED
  */
 l03_tile_class l03_causal_tile_class(int i, int j, int br, int bc, int seq_q, int seq_kv);
+
+/**
+ * Algorithm 1's HBM traffic in closed form, in bytes, for one (batch, head) of @p n queries and
+ * @p n keys without a mask, on the paper's tiles (l03_paper_tile_sizes()) for an on-chip memory of
+ * M = smem_bytes / elem_bytes elements. It counts what the lesson's CPU model (l03_fa1_model())
+ * counts: O, l and m initialised; K_j and V_j read once each; at every one of the Tc key tiles,
+ * each query row's Q_i, O_i, l_i and m_i read and O_i, l_i and m_i written back; at the end l and m
+ * read and the log-sum-exp written. Q, K, V and O move in elements of @p elem_bytes; m, l and the
+ * log-sum-exp are fp32 (4 bytes) whatever the inputs are.
+ * @param n           queries, and keys (> 0)
+ * @param d           head dimension (> 0)
+ * @param elem_bytes  bytes per element of Q, K, V and O: 4 for fp32, 2 for bf16
+ * @param smem_bytes  the shared memory one block may use, in bytes (at least elem_bytes)
+ * @return the bytes read plus the bytes written
+ */
+double l03_fa1_hbm_bytes(int n, int d, int elem_bytes, long smem_bytes);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 /* Checklist 02: can you write the online softmax update and the merge of two partial states, for
- * the plain softmax (m, l) and for attention (m, l, O)?
+ * the plain softmax (m, l) and for attention (m, l, O)? And a warp's max and sum from the xor
+ * shuffle alone, with the result in every lane?
  *
  * Built twice (cmake/AttnLesson.cmake): checklist-2 against the lesson's own functions (must pass)
  * and drill-2 against drills/02_online_softmax.c (fails until the reader fills it in).
@@ -7,8 +8,11 @@
  * under test.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "online_state.h"
 
@@ -199,6 +203,137 @@ START_TEST(mlo_empty_and_masked) {
 }
 END_TEST
 
+/* ---- the warp reduction ---- */
+
+/* The lane values of case c, reproducible: a small xorshift fills the random ones. */
+enum {
+  LANES_RANDOM,     /* mixed signs, the max somewhere in the middle */
+  LANES_MASKED,     /* random, with a third of the lanes -inf (masked scores) */
+  LANES_ONE_FINITE, /* -inf everywhere but lane 19 */
+  LANES_ALL_MASKED, /* every lane -inf: the max is -inf */
+  LANES_ALL_EQUAL,  /* 32 copies of one value */
+  LANES_MAX_LAST,   /* the max in lane 31, the smallest in lane 0 */
+  LANES_WEIGHTS,    /* exp(x - m) weights: what the softmax sums, from tiny to 1 */
+  LANES_MAGNITUDES, /* large and small magnitudes of both signs */
+  N_LANE_CASES
+};
+
+static void lane_case(int c, float *x) {
+  uint32_t r = 2463534242u + 977u * (uint32_t)c;
+  for (int i = 0; i < L02_LANES; ++i) {
+    r ^= r << 13;
+    r ^= r >> 17;
+    r ^= r << 5;
+    const float u = (float)(r >> 8) / 16777216.0f; /* [0, 1) */
+    switch (c) {
+      case LANES_RANDOM:
+        x[i] = 6.0f * u - 2.5f;
+        break;
+      case LANES_MASKED:
+        x[i] = i % 3 == 1 ? -INFINITY : 6.0f * u - 2.5f;
+        break;
+      case LANES_ONE_FINITE:
+        x[i] = i == 19 ? -7.25f : -INFINITY;
+        break;
+      case LANES_ALL_MASKED:
+        x[i] = -INFINITY;
+        break;
+      case LANES_ALL_EQUAL:
+        x[i] = 0.8125f;
+        break;
+      case LANES_MAX_LAST:
+        x[i] = (float)i * 0.5f - 3.0f + 0.1f * u;
+        break;
+      case LANES_WEIGHTS:
+        x[i] = expf(-12.0f * u);
+        break;
+      default:
+        x[i] = (u - 0.5f) * (i % 4 == 0 ? 3e4f : 3e-2f);
+        break;
+    }
+  }
+  if (c == LANES_RANDOM) x[13] = 4.0f; /* above every other lane (they are below 3.5) */
+}
+
+static double lanes_max(const float *x) {
+  double m = -INFINITY;
+  for (int i = 0; i < L02_LANES; ++i)
+    if (x[i] > m) m = x[i];
+  return m;
+}
+
+/* The sum in double, and a bound on the float sum's error: each lane's value passes through five
+ * roundings of half an ulp at most, so 5 ulps of the sum of magnitudes leaves a factor 2 to spare.
+ * A lane of -inf makes the sum -inf (and the bound infinite: the caller compares exactly). */
+static double lanes_sum(const float *x, double *tol) {
+  double s = 0.0, mag = 0.0;
+  for (int i = 0; i < L02_LANES; ++i) {
+    s += x[i];
+    mag += fabs((double)x[i]);
+  }
+  *tol = 5.0 * FLT_EPSILON * mag;
+  return s;
+}
+
+START_TEST(warp_max_matches_sequential) {
+  for (int c = 0; c < N_LANE_CASES; ++c) {
+    float x[L02_LANES];
+    lane_case(c, x);
+    const double want = lanes_max(x);
+    l02_warp_max(x);
+    ck_assert_msg(x[0] == (float)want, "case %d: lane 0 holds %g, the max is %g", c, x[0], want);
+  }
+}
+END_TEST
+
+START_TEST(warp_sum_matches_sequential) {
+  for (int c = 0; c < N_LANE_CASES; ++c) {
+    float x[L02_LANES];
+    lane_case(c, x);
+    double tol;
+    const double want = lanes_sum(x, &tol);
+    l02_warp_sum(x);
+    if (isinf(want))
+      ck_assert_msg(x[0] == (float)want, "case %d: lane 0 holds %g, the sum is %g", c, x[0], want);
+    else
+      ck_assert_msg(fabs(x[0] - want) <= tol, "case %d: lane 0 holds %.9g, the sum is %.9g", c,
+                    x[0], want);
+  }
+  /* 32 equal values: every partial sum is a power-of-two multiple of the value, so it is exact. */
+  float x[L02_LANES];
+  lane_case(LANES_ALL_EQUAL, x);
+  l02_warp_sum(x);
+  ck_assert_msg(x[0] == 32.0f * 0.8125f, "all lanes 0.8125: lane 0 holds %.9g, not 26", x[0]);
+}
+END_TEST
+
+/* A reduction to lane 0 alone (the shared-memory tree, or shuffles that only move values down)
+ * passes the two tests above; the butterfly leaves the result in every lane, to the bit, because
+ * a lane and its partner combine the same two values. */
+START_TEST(warp_every_lane_holds_the_result) {
+  for (int c = 0; c < N_LANE_CASES; ++c) {
+    float x[L02_LANES], y[L02_LANES];
+    lane_case(c, x);
+    memcpy(y, x, sizeof x);
+    const double want_max = lanes_max(x);
+    l02_warp_max(x);
+    for (int i = 0; i < L02_LANES; ++i)
+      ck_assert_msg(x[i] == (float)want_max, "case %d, max: lane %d holds %g, the max is %g", c, i,
+                    x[i], want_max);
+    double tol;
+    const double want_sum = lanes_sum(y, &tol);
+    l02_warp_sum(y);
+    for (int i = 0; i < L02_LANES; ++i) {
+      ck_assert_msg(memcmp(&y[i], &y[0], sizeof(float)) == 0,
+                    "case %d, sum: lane %d holds %.9g, lane 0 %.9g (must be the same bits)", c, i,
+                    y[i], y[0]);
+      ck_assert_msg(isinf(want_sum) ? y[i] == (float)want_sum : fabs(y[i] - want_sum) <= tol,
+                    "case %d, sum: lane %d holds %.9g, the sum is %.9g", c, i, y[i], want_sum);
+    }
+  }
+}
+END_TEST
+
 static Suite *checklist_suite(void) {
   Suite *s = suite_create("checklist-2: online softmax");
   TCase *t = tcase_create("softmax (m, l)");
@@ -214,6 +349,11 @@ static Suite *checklist_suite(void) {
   tcase_add_test(a, mlo_merge_of_splits_is_the_whole);
   tcase_add_test(a, mlo_empty_and_masked);
   suite_add_tcase(s, a);
+  TCase *w = tcase_create("warp reduction");
+  tcase_add_test(w, warp_max_matches_sequential);
+  tcase_add_test(w, warp_sum_matches_sequential);
+  tcase_add_test(w, warp_every_lane_holds_the_result);
+  suite_add_tcase(s, w);
   return s;
 }
 
