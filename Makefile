@@ -24,7 +24,7 @@ endif
 LAST_LESSON := 9
 LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMakeLists.txt)))
 
-.PHONY: help configure all test docs clean bench drill-check format format-check FORCE
+.PHONY: help configure all test docs plots clean bench drill-check format format-check FORCE
 
 help:
 	@echo "Targets:"
@@ -34,6 +34,7 @@ help:
 	@echo "  make drill-N        build lesson N's checklist against your drills/ file and run it"
 	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
 	@echo "  make docs           Doxygen HTML into $(BUILD_DIR)/docs/html (warnings are errors)"
+	@echo "  make plots          draw docs/figures/*.png from docs/results/ with gnuplot (CI: must match)"
 	@echo "  make bench          the PyTorch peer comparison (GPU machine with PyTorch)"
 	@echo "  make format         clang-format every C and CUDA source in place"
 	@echo "  make format-check   list the sources clang-format would change (CI)"
@@ -93,6 +94,10 @@ drill-check: configure
 
 docs: configure
 	$(CMAKE) --build $(BUILD_DIR) --target docs
+
+# The README figures, from the archived runs (no build needed; gnuplot and python3).
+plots:
+	@bash scripts/plots.sh
 
 bench:
 	@bash bench/run.sh
