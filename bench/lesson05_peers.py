@@ -15,7 +15,11 @@ status 1.
 
     python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
-        [--csv FILE] [--out DIR]
+        [--batch B] [--heads H1,H2] [--csv FILE] [--out DIR]
+
+--batch and --heads replace the papers' rule (batch = 16384 / seq, heads = 2048 / dim): with
+--heads 64,66 at --batch 1 --seqs 4096 the grid holds 2048 and 2112 blocks of 128 query rows, 15.5
+and 16.0 waves of 132, which shows what the last, partly filled wave costs each kernel.
 
 --versions defaults to every version the library names (l05_version_name(1), (2), ... up to the
 first NULL). The kernels are built for sm_90a: on any other device the script says so in one line
@@ -96,6 +100,10 @@ def main():
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--versions", default="",
                     help="lesson-05 versions, e.g. 1,2 (default: every one the library has)")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="sequences per call (default: 16384 / seq)")
+    ap.add_argument("--heads", default="",
+                    help="query heads, comma-separated (default: 2048 / dim)")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson05.csv (default: $PEERS_OUT; neither: no CSV)")
@@ -119,7 +127,9 @@ def main():
     names = {v: lib.l05_version_name(v).decode() for v in versions}
     l04_name = f"l04-v{L04_BEST}-{lib.l04_version_name(L04_BEST).decode()}"
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
-          f"cuDNN {torch.backends.cudnn.version()}; bf16; tokens 16384, hidden 2048")
+          f"cuDNN {torch.backends.cudnn.version()}; bf16; "
+          + (f"batch {a.batch or '16384 / seq'}, heads {a.heads or '2048 / dim'}"
+             if a.batch or a.heads else "tokens 16384, hidden 2048"))
     flush = L2Flush()
     out = PeerCsv(5, peers_out_dir(a.out))
     out.set_common(iters=a.iters, **software(dev))
@@ -129,8 +139,10 @@ def main():
     status = 0
     for dim in [int(x) for x in a.dims.split(",")]:
         for causal in [int(x) for x in a.causal.split(",")]:
-            for seq in [int(x) for x in a.seqs.split(",")]:
-                batch, heads = 16384 // seq, 2048 // dim
+            for seq, heads in [(s, h) for s in [int(x) for x in a.seqs.split(",")]
+                               for h in ([int(x) for x in a.heads.split(",") if x]
+                                         or [2048 // dim])]:
+                batch = a.batch or 16384 // seq
                 gen = torch.Generator(device="cuda").manual_seed(seq * 1000 + dim + causal)
                 q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.bfloat16,
                                        generator=gen) for _ in range(3))
@@ -217,7 +229,7 @@ def main():
                         print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
                         out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
                                 **shape)
-                rows.append((dim, causal, seq, res))
+                rows.append((dim, causal, seq, batch, heads, res))
                 del q, k, v, o, lse, qt, kt, vt, ref, ws
     out.close()
 
@@ -226,16 +238,16 @@ def main():
             f.write("impl,dim,causal,seq,batch,heads,ms,tflops\n" + "\n".join(csv) + "\n")
     print(f"\nTFLOP/s (causal counted as half the pairs); l04 = lesson 04's {l04_name[4:]}; best "
           f"among the bf16 versions; fp8k = the FP8 kernel alone ({FP8_KERNEL})")
-    print(f"{'dim':>4} {'causal':>6} {'seq':>6} {'flash':>7} {'cudnn':>7} {'l04':>7} " +
+    print(f"{'dim':>4} {'causal':>6} {'seq':>6} {'batch':>5} {'heads':>5} {'flash':>7} {'cudnn':>7} {'l04':>7} " +
           " ".join(f"{'v' + str(v):>6}" for v in versions) +
           f" {'fp8k':>6} {'best':>5} {'tflops':>7} {'best/flash':>10} {'best/cudnn':>10}"
           f" {'best/l04':>8}")
-    for dim, causal, seq, res in rows:
+    for dim, causal, seq, batch, heads, res in rows:
         best_ver, best = max(((v, res.get(n, 0.0)) for v, n in zip(versions, vnames)
                               if "fp8" not in n), key=lambda t: t[1], default=(None, 0.0))
         tag = f"v{best_ver}" if best > 0 else "-"
         fl, cu, l4 = res.get("sdpa-flash", 0.0), res.get("sdpa-cudnn", 0.0), res.get(l04_name, 0.0)
-        print(f"{dim:>4} {causal:>6} {seq:>6} {fl:>7.1f} {cu:>7.1f} {l4:>7.1f} " +
+        print(f"{dim:>4} {causal:>6} {seq:>6} {batch:>5} {heads:>5} {fl:>7.1f} {cu:>7.1f} {l4:>7.1f} " +
               " ".join(f"{res.get(n, 0.0):>6.1f}" for n in vnames) +
               f" {res.get(FP8_KERNEL, 0.0):>6.1f} {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
               f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
