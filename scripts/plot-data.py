@@ -89,7 +89,9 @@ def _peak(rows, rate, pct):
 
 
 def bw_peak(a, lesson, label="HBM"):
-    return _peak([r for r in a.rows(lesson, timed=True) if r["peak"] == label], "gbs", "pct_bw")
+    # a label may name its byte model after the level: "HBM 1R+1W" is a % of HBM too
+    return _peak([r for r in a.rows(lesson, timed=True)
+                  if (r["peak"] or "").split(" ")[0] == label], "gbs", "pct_bw")
 
 
 def flops_peak(a, lesson, dtype):
@@ -398,7 +400,8 @@ def fig_l02():
         if r is None:
             continue
         g, _ = rt.l02_1r1w(a, r)
-        bars.append((i - 0.19, r["gbs"], 1, rate_text(r["gbs"])))
+        own = rt.l02_own(r, v)
+        bars.append((i - 0.19, own, 1, rate_text(own)))
         bars.append((i + 0.19, g, 2, rate_text(g)))
         xtics.append((i, f"{v} {name}"))
     t = p and rt.l02_peer(p, r"torch\.softmax", shape)
@@ -410,7 +413,7 @@ def fig_l02():
     fig = {"title": f"Lesson 02: the softmax versions on a {rows_} x {cols_} fp32 matrix "
                     f"(the default run)",
            "ylabel": "GB/s", "log": False, "bars": bars, "xtics": xtics,
-           "classes": ["bytes the version moves (its own count)",
+           "classes": ["bytes the version requests (its own count; re-reads may hit the L2)",
                        "one read + one write of the matrix"],
            "refs": refs, "xrange": (0.4, len(versions) + 0.6), "yrange": (0, nice(top / 0.8)),
            "footer": sources((a, "lessons.csv"), (p, "peers.csv")), "barwidth": 0.36}
