@@ -9,7 +9,9 @@
 #                  sanitize phase to those lessons' GPU suites and the bench phase to their
 #                  bench/lessonNN_peers.py (a partial run: name its folder apart, e.g.
 #                  RUN=h200-l06-2026-11-23, so that it is not taken for a whole run)
-#   SAN_TIMEOUT=300  seconds each compute-sanitizer run may take
+#   SAN_TIMEOUT=100  seconds each compute-sanitizer run may take (phase sanitize: every GPU suite,
+#                    sanitizer-sized with ATTN_TEST_SANITIZER=1, under memcheck, racecheck and
+#                    synccheck)
 #
 # Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
 # so that it can be copied there as it is and read by scripts/results-tables.py:
@@ -104,42 +106,36 @@ if has lessons; then
   done
 fi
 
-# Each GPU test suite under memcheck, racecheck and synccheck. racecheck tracks every shared-memory
-# access and is far slower than the others: a lesson whose whole suite outruns SAN_TIMEOUT under it
-# lists lesson-program runs in lessons/NN_*/racecheck-runs.txt (one argument line each, small
-# awkward shapes, every version), and racecheck runs those instead of that lesson's suite.
+# Each GPU test suite under memcheck, racecheck and synccheck, sanitizer-sized: racecheck tracks
+# every shared-memory access and memcheck every load and store, so with ATTN_TEST_SANITIZER=1
+# (tests/attn_test.h) a suite keeps every awkward case on small shapes and leaves out, with a line
+# each, the tests that exist only for their size. The line after each run gives its error count and
+# wall time; a run past SAN_TIMEOUT is killed (exit 124) and fails the phase.
 if has sanitize; then
-  san() { # tool label command...
-    local tool=$1 label=$2
-    shift 2
-    say "compute-sanitizer --tool $tool $label"
-    timeout "${SAN_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 "$@" >>"$LOG" 2>&1
-    local rc=$?
-    tail -n 2 "$LOG"
-    [ $rc -eq 0 ] || { echo "  $tool on $label: exit $rc" | tee -a "$LOG"; status=1; }
+  san() { # tool test-binary
+    local tool=$1 bin=$2 name from t0 rc secs errors
+    name=$(basename "$bin")
+    say "compute-sanitizer --tool $tool $name"
+    from=$(wc -l <"$LOG")
+    t0=$SECONDS
+    ATTN_TEST_SANITIZER=1 timeout "${SAN_TIMEOUT:-100}" \
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" >>"$LOG" 2>&1
+    rc=$?
+    secs=$((SECONDS - t0))
+    # "ERROR SUMMARY: 0 errors" (memcheck, synccheck), "RACECHECK SUMMARY: ... (0 errors, ...)"
+    errors=$(tail -n +"$((from + 1))" "$LOG" | grep 'SUMMARY' | tail -n 1 |
+             grep -oE '[0-9]+ errors?' | head -n 1)
+    echo "  $tool $name: ${errors:-no summary}, $secs s" | tee -a "$LOG"
+    [ $rc -eq 0 ] || { echo "  $tool on $name: exit $rc" | tee -a "$LOG"; status=1; }
   }
   for t in "$BUILD"/bin/test_*gpu*; do
     [ -x "$t" ] || continue
-    name=$(basename "$t")
-    runs=""
-    if [[ "$name" =~ ^test_lesson0*([0-9]+)_gpu$ ]]; then
-      n=${BASH_REMATCH[1]}
-      picked "$n" || continue
-      runs=$(ls lessons/0${n}_*/racecheck-runs.txt 2>/dev/null | head -n 1)
+    if [[ "$(basename "$t")" =~ ^test_lesson0*([0-9]+)_gpu$ ]]; then
+      picked "${BASH_REMATCH[1]}" || continue
     elif [ -n "$only" ]; then
       continue # a partial run sanitizes only its lessons' suites
     fi
-    for tool in memcheck racecheck synccheck; do
-      if [ "$tool" = racecheck ] && [ -n "$runs" ]; then
-        while IFS= read -r line; do
-          case "$line" in ''|'#'*) continue;; esac
-          # shellcheck disable=SC2086
-          san racecheck "lesson-$n $line" "$BUILD/bin/lesson-$n" $line
-        done <"$runs"
-      else
-        san "$tool" "$name" "$t"
-      fi
-    done
+    for tool in memcheck racecheck synccheck; do san "$tool" "$t"; done
   done
 fi
 

@@ -1,7 +1,8 @@
 /* GPU tests of the harness itself: the device figures, the timer, and the runner driving small test
  * kernels (harness_kernels.cu): correct ones must PASS on awkward shapes, broken ones must FAIL
  * with the right diagnosis, and versions the GPU or shape cannot run must be skipped with a reason.
- * Exits 77 (skipped) without a usable GPU. */
+ * The shapes are already sanitizer-sized, so ATTN_TEST_SANITIZER (attn_test.h) changes nothing
+ * here. Exits 77 (skipped) without a usable GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,9 @@
  *  - every probe at a small, awkward size (tails that are not whole vectors or tiles), each of
  *    which must PASS its own exact check, then the lesson's report on those results;
  *  - supports(): a shape whose S cannot fit is skipped with the size it needs.
+ * Sanitizer-sized (ATTN_TEST_SANITIZER=1, attn_test.h): 1000 tokens become 300, the probes shrink
+ * to the smallest sizes that keep their tails (the shared-memory probe, whose every load racecheck
+ * tracks, makes one trip instead of seven), and each version is timed on one run, no warm-up.
  */
 #include <string.h>
 
@@ -18,30 +21,43 @@ static attn_options options_for(attn_problem p, int version, uint64_t seed) {
   memset(&o, 0, sizeof o);
   o.problem = p;
   o.seed = seed;
-  o.iters = 2;
-  o.warmup = 1;
+  o.iters = attn_test_sanitizer_sized() ? 1 : 2; /* sanitizer-sized: still timed, once */
+  o.warmup = attn_test_sanitizer_sized() ? 0 : 1;
   o.version = version;
   return o;
 }
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
-static const int kShapes[][7] = {
-    {1, 2, 2, 1, 1, 64, 0},        /* one token */
-    {2, 4, 4, 17, 17, 64, 0},      /* not a tile multiple */
-    {1, 4, 4, 1000, 1000, 128, 0}, /* dim 128, 1000 tokens */
-    {1, 4, 4, 1000, 1000, 64, 1},  /* causal, square */
-    {1, 4, 4, 17, 1000, 64, 1},    /* causal, seq_q < seq_kv (a decode-like prefix) */
-    {1, 4, 4, 1000, 17, 128, 1},   /* causal, seq_q > seq_kv: 983 rows see no key */
-    {2, 8, 2, 257, 513, 128, 1},   /* GQA 4:1, odd lengths */
-    {1, 8, 2, 1, 1000, 64, 0},     /* GQA 4:1, one query (decode) */
-    {3, 6, 1, 5, 7, 24, 1},        /* MQA, dim below one reduction chunk */
-    {1, 2, 1, 33, 65, 72, 0},      /* dim 72: a partial reduction chunk */
+/* Each case twice, in attn_test_problem()'s order (batch, heads, kv_heads, seq_q, seq_kv, dim,
+ * causal): the full shape, then the sanitizer-sized one. */
+static const struct {
+  int full[7], small[7];
+} kShapes[] = {
+    /* one token */
+    {{1, 2, 2, 1, 1, 64, 0}, {1, 2, 2, 1, 1, 64, 0}},
+    /* not a tile multiple */
+    {{2, 4, 4, 17, 17, 64, 0}, {2, 4, 4, 17, 17, 64, 0}},
+    /* dim 128, 1000 tokens (sanitizer-sized 300: still 5 tiles of 64 each way) */
+    {{1, 4, 4, 1000, 1000, 128, 0}, {1, 2, 2, 300, 300, 128, 0}},
+    /* causal, square */
+    {{1, 4, 4, 1000, 1000, 64, 1}, {1, 2, 2, 300, 300, 64, 1}},
+    /* causal, seq_q < seq_kv (a decode-like prefix) */
+    {{1, 4, 4, 17, 1000, 64, 1}, {1, 2, 2, 17, 300, 64, 1}},
+    /* causal, seq_q > seq_kv: 983 rows see no key (283 sanitizer-sized) */
+    {{1, 4, 4, 1000, 17, 128, 1}, {1, 2, 2, 300, 17, 128, 1}},
+    /* GQA 4:1, odd lengths */
+    {{2, 8, 2, 257, 513, 128, 1}, {1, 4, 1, 129, 257, 128, 1}},
+    /* GQA 4:1, one query (decode) */
+    {{1, 8, 2, 1, 1000, 64, 0}, {1, 8, 2, 1, 300, 64, 0}},
+    /* MQA, dim below one reduction chunk */
+    {{3, 6, 1, 5, 7, 24, 1}, {3, 6, 1, 5, 7, 24, 1}},
+    /* dim 72: a partial reduction chunk */
+    {{1, 2, 1, 33, 65, 72, 0}, {1, 2, 1, 33, 65, 72, 0}},
 };
 #define N_SHAPES ((int)(sizeof kShapes / sizeof kShapes[0]))
 
 START_TEST(naive_awkward_shapes) {
   const int i = _i;
-  const int *x = kShapes[i];
+  const int *x = attn_test_sanitizer_sized() ? kShapes[i].small : kShapes[i].full;
   attn_options o = options_for(attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]),
                                L01_V_NAIVE, 1000 + (uint64_t)i);
   attn_result res[L01_N_VERSIONS];
@@ -61,12 +77,21 @@ END_TEST
 START_TEST(probes_small_and_report) {
   l01_probe_config c;
   memset(&c, 0, sizeof c);
-  c.link_bytes = (1 << 20) + 12;          /* 262147 floats */
-  c.hbm_bytes = 3 * (1 << 20) + 20;       /* read: 786437 floats = whole vectors + 1; copy: half */
-  c.l2_bytes = (1 << 20) + 4 * 1024 + 12; /* a partial tile and a 3-float tail */
-  c.l2_passes = 3;
-  c.smem_iters = 7;
-  c.fma_iters = 33;
+  if (!attn_test_sanitizer_sized()) {
+    c.link_bytes = (1 << 20) + 12;    /* 262147 floats */
+    c.hbm_bytes = 3 * (1 << 20) + 20; /* read: 786437 floats = whole vectors + 1; copy: half */
+    c.l2_bytes = (1 << 20) + 4 * 1024 + 12; /* a partial tile and a 3-float tail */
+    c.l2_passes = 3;
+    c.smem_iters = 7;
+    c.fma_iters = 33;
+  } else { /* the same tails on fewer whole tiles (a 16 KiB tile of the 16-byte reads) */
+    c.link_bytes = 4096 + 12;               /* 1027 floats */
+    c.hbm_bytes = 64 * 1024 + 20;           /* read: 16389 floats = whole vectors + 1; copy: half */
+    c.l2_bytes = 64 * 1024 + 4 * 1024 + 12; /* four tiles, a partial one and a 3-float tail */
+    c.l2_passes = 2;
+    c.smem_iters = 1; /* the grid fills every SM whatever the size: one trip of 32 loads */
+    c.fma_iters = 5;  /* one trip past the unrolled four */
+  }
   l01_probe_configure(&c);
   attn_options o = options_for(attn_test_problem(1, 2, 2, 40, 40, 64, 1), 0, 7);
   attn_result res[L01_N_VERSIONS];

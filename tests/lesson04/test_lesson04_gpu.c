@@ -1,8 +1,9 @@
 /* Lesson 04, GPU: every version against the reference on awkward shapes (one token, lengths that
  * are not tile multiples, causal with q_len != kv_len both ways, head dimensions 64 and 128, GQA
- * 4:1 and 8:1), each required to PASS with its log-sum-exp checked. Also run under
- * compute-sanitizer (memcheck, racecheck): the shapes are small on purpose. Exits 77 (skipped)
- * without a GPU. */
+ * 4:1 and 8:1), each required to PASS with its log-sum-exp checked. Under compute-sanitizer
+ * (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its sanitizer-sized shape: 300 tokens instead
+ * of 1000 are still 3 query tiles of 128 and 5 key tiles of 64, each with a partial last one.
+ * Exits 77 (skipped) without a GPU. */
 #include <string.h>
 
 #include "attn_test.h"
@@ -10,27 +11,42 @@
 
 static attn_device g_dev;
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
-static const int kShapes[][7] = {
-    {1, 4, 1, 1, 1, 64, 0},       /* seq 1, GQA 4:1 */
-    {1, 8, 1, 1, 1, 128, 1},      /* seq 1, GQA 8:1, causal */
-    {2, 8, 1, 17, 17, 128, 1},    /* seq 17, GQA 8:1 */
-    {1, 2, 2, 1000, 1000, 64, 1}, /* seq 1000: many tiles, causal */
-    {1, 2, 2, 1000, 1000, 128, 0},
-    {2, 4, 1, 129, 129, 128, 0}, /* one past a multiple of every tile */
-    {1, 4, 1, 129, 129, 64, 1},
-    {1, 4, 2, 40, 300, 64, 1},  /* causal, q_len < kv_len (bottom-right) */
-    {1, 4, 4, 300, 70, 128, 1}, /* causal, q_len > kv_len: rows that see no key */
-    {1, 2, 2, 200, 1, 64, 1},   /* almost every row sees no key */
-    {1, 2, 2, 1, 1000, 128, 1}, /* one query row sees every key */
-    {1, 8, 2, 256, 256, 64, 0}, /* exact multiples, GQA 4:1 */
+/* Each case twice, in attn_test_problem()'s order (batch, heads, kv_heads, seq_q, seq_kv, dim,
+ * causal): the full shape, then the sanitizer-sized one. */
+static const struct {
+  int full[7], small[7];
+} kShapes[] = {
+    /* seq 1, GQA 4:1 */
+    {{1, 4, 1, 1, 1, 64, 0}, {1, 4, 1, 1, 1, 64, 0}},
+    /* seq 1, GQA 8:1, causal */
+    {{1, 8, 1, 1, 1, 128, 1}, {1, 8, 1, 1, 1, 128, 1}},
+    /* seq 17, GQA 8:1 */
+    {{2, 8, 1, 17, 17, 128, 1}, {2, 8, 1, 17, 17, 128, 1}},
+    /* seq 1000 (sanitizer-sized 300): many tiles, causal */
+    {{1, 2, 2, 1000, 1000, 64, 1}, {1, 2, 2, 300, 300, 64, 1}},
+    /* many tiles, dim 128 */
+    {{1, 2, 2, 1000, 1000, 128, 0}, {1, 2, 2, 300, 300, 128, 0}},
+    /* one past a multiple of every tile */
+    {{2, 4, 1, 129, 129, 128, 0}, {1, 4, 1, 129, 129, 128, 0}},
+    /* the same at dim 64, causal */
+    {{1, 4, 1, 129, 129, 64, 1}, {1, 4, 1, 129, 129, 64, 1}},
+    /* causal, q_len < kv_len (bottom-right) */
+    {{1, 4, 2, 40, 300, 64, 1}, {1, 4, 2, 40, 300, 64, 1}},
+    /* causal, q_len > kv_len: rows that see no key */
+    {{1, 4, 4, 300, 70, 128, 1}, {1, 4, 4, 300, 70, 128, 1}},
+    /* almost every row sees no key */
+    {{1, 2, 2, 200, 1, 64, 1}, {1, 2, 2, 200, 1, 64, 1}},
+    /* one query row sees every key */
+    {{1, 2, 2, 1, 1000, 128, 1}, {1, 2, 2, 1, 300, 128, 1}},
+    /* exact multiples, GQA 4:1 */
+    {{1, 8, 2, 256, 256, 64, 0}, {1, 4, 1, 256, 256, 64, 0}},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
 START_TEST(every_version_passes_awkward_shapes) {
   attn_options o;
   memset(&o, 0, sizeof o);
-  const int *x = kShapes[_i];
+  const int *x = attn_test_sanitizer_sized() ? kShapes[_i].small : kShapes[_i].full;
   o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
   o.seed = 11 + (uint64_t)_i;
   o.iters = 1;

@@ -2,9 +2,10 @@
  * are not tile multiples, causal with q_len != kv_len both ways, head dimensions 64 and 128, GQA
  * 4:1 and 8:1), each required to PASS with its log-sum-exp checked (the FP8 version against the
  * FP8 tolerances, and at dim 128 only), outputs poisoned with NaN before each run (the harness
- * does). Also run under compute-sanitizer: the shapes are small on
- * purpose. Exits 77 (skipped) without a GPU, and on a GPU other than sm_90: the kernels are built
- * for sm_90a, which no other GPU runs. */
+ * does). Under compute-sanitizer (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its
+ * sanitizer-sized shape (tiles are 128 query rows x 128 keys: 400 tokens are still 4 of each, the
+ * last partial), and the two grids of several waves are left out. Exits 77 (skipped) without a
+ * GPU, and on a GPU other than sm_90: the kernels are built for sm_90a, which no other GPU runs. */
 #include <string.h>
 
 #include "attn_test.h"
@@ -12,33 +13,57 @@
 
 static attn_device g_dev;
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
-static const int kShapes[][7] = {
-    {1, 4, 1, 1, 1, 64, 0},       /* seq 1, GQA 4:1 */
-    {1, 8, 1, 1, 1, 128, 1},      /* seq 1, GQA 8:1, causal */
-    {2, 8, 1, 17, 17, 128, 1},    /* seq 17, GQA 8:1 */
-    {1, 2, 2, 1000, 1000, 64, 1}, /* many tiles, causal */
-    {1, 2, 2, 1000, 1000, 128, 0},
-    {2, 4, 1, 129, 129, 128, 0}, /* one past a multiple of every tile */
-    {1, 4, 1, 129, 129, 64, 1},
-    {1, 4, 2, 40, 300, 64, 1},   /* causal, q_len < kv_len (bottom-right) */
-    {1, 4, 4, 300, 70, 128, 1},  /* causal, q_len > kv_len: rows that see no key */
-    {1, 2, 2, 200, 1, 64, 1},    /* almost every row sees no key */
-    {1, 2, 2, 1, 1000, 128, 1},  /* one query row sees every key */
-    {1, 8, 2, 256, 256, 64, 0},  /* exact multiples, GQA 4:1 */
-    {2, 2, 1, 384, 640, 128, 0}, /* exact multiples, five KV tiles: the ring wraps twice */
-    {1, 2, 2, 333, 777, 128, 1}, /* causal, q_len < kv_len, nothing a multiple */
-    /* more work items (Q tile, head, sequence) than an H200 has SMs: the persistent version's
-     * blocks take several each, some with no key to see (causal, q_len > kv_len) */
-    {2, 16, 4, 1100, 700, 128, 1},
-    {1, 48, 8, 700, 1300, 64, 0},
+/* Each case twice, in attn_test_problem()'s order (batch, heads, kv_heads, seq_q, seq_kv, dim,
+ * causal): the full shape, then the sanitizer-sized one; a sanitizer-sized shape of all zeros
+ * leaves the case out of a sanitizer-sized run, and `left_out` says what only the full run checks.
+ */
+static const struct {
+  int full[7], small[7];
+  const char *left_out;
+} kShapes[] = {
+    /* seq 1, GQA 4:1 */
+    {{1, 4, 1, 1, 1, 64, 0}, {1, 4, 1, 1, 1, 64, 0}, NULL},
+    /* seq 1, GQA 8:1, causal */
+    {{1, 8, 1, 1, 1, 128, 1}, {1, 8, 1, 1, 1, 128, 1}, NULL},
+    /* seq 17, GQA 8:1 */
+    {{2, 8, 1, 17, 17, 128, 1}, {2, 8, 1, 17, 17, 128, 1}, NULL},
+    /* many tiles, causal */
+    {{1, 2, 2, 1000, 1000, 64, 1}, {1, 2, 2, 400, 400, 64, 1}, NULL},
+    /* many tiles, dim 128 */
+    {{1, 2, 2, 1000, 1000, 128, 0}, {1, 2, 2, 400, 400, 128, 0}, NULL},
+    /* one past a multiple of every tile */
+    {{2, 4, 1, 129, 129, 128, 0}, {2, 4, 1, 129, 129, 128, 0}, NULL},
+    /* the same at dim 64, causal */
+    {{1, 4, 1, 129, 129, 64, 1}, {1, 4, 1, 129, 129, 64, 1}, NULL},
+    /* causal, q_len < kv_len (bottom-right) */
+    {{1, 4, 2, 40, 300, 64, 1}, {1, 4, 2, 40, 300, 64, 1}, NULL},
+    /* causal, q_len > kv_len: rows that see no key */
+    {{1, 4, 4, 300, 70, 128, 1}, {1, 4, 4, 300, 70, 128, 1}, NULL},
+    /* almost every row sees no key */
+    {{1, 2, 2, 200, 1, 64, 1}, {1, 2, 2, 200, 1, 64, 1}, NULL},
+    /* one query row sees every key */
+    {{1, 2, 2, 1, 1000, 128, 1}, {1, 2, 2, 1, 400, 128, 1}, NULL},
+    /* exact multiples, GQA 4:1 */
+    {{1, 8, 2, 256, 256, 64, 0}, {1, 4, 1, 256, 256, 64, 0}, NULL},
+    /* exact multiples, five KV tiles: the ring wraps twice (one Q tile sanitizer-sized) */
+    {{2, 2, 1, 384, 640, 128, 0}, {2, 2, 1, 128, 640, 128, 0}, NULL},
+    /* causal, q_len < kv_len, nothing a multiple (sanitizer-sized: 2 Q tiles, each sees 5 KV) */
+    {{1, 2, 2, 333, 777, 128, 1}, {1, 2, 2, 150, 555, 128, 1}, NULL},
+    /* more work items (Q tile, head, sequence) than an H200 has SMs: blocks in several waves,
+     * some with no key to see (causal, q_len > kv_len); the size is the case */
+    {{2, 16, 4, 1100, 700, 128, 1}, {0}, "a grid of 288 blocks, some that see no key"},
+    {{1, 48, 8, 700, 1300, 64, 0}, {0}, "a grid of 288 blocks"},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
 START_TEST(every_version_passes_awkward_shapes) {
   attn_options o;
   memset(&o, 0, sizeof o);
-  const int *x = kShapes[_i];
+  const int *x = attn_test_sanitizer_sized() ? kShapes[_i].small : kShapes[_i].full;
+  if (x[0] == 0) {
+    attn_test_left_out("every_version_passes_awkward_shapes", _i, kShapes[_i].left_out);
+    return;
+  }
   o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
   o.seed = 11 + (uint64_t)_i;
   o.iters = 1;

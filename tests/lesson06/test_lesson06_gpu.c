@@ -3,7 +3,10 @@
  * nothing, GQA 8:1 and MQA, causal with 2 to 8 query rows, rows that see no key, 131072 keys,
  * groups of 9, 32 and 256 rows (one, two and sixteen row tiles of versions 3-4). Then versions 2-5
  * with forced chunk counts against version 1, so empty chunks are exercised whatever the SM
- * count. Exits 77 (skipped) without a GPU. */
+ * count. Under compute-sanitizer (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its
+ * sanitizer-sized shape: a few hundred keys, enough for 2 or more chunks of at least 256
+ * (split_plan.h), where the case is about the split (2305 keys, the most chunks) the length it
+ * needs; the 131072-key shapes are left out. Exits 77 (skipped) without a GPU. */
 #include <math.h>
 #include <string.h>
 
@@ -12,31 +15,59 @@
 
 static attn_device g_dev;
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
-static const int kShapes[][7] = {
-    {1, 4, 1, 1, 1, 64, 0},       /* one key, MQA */
-    {1, 8, 1, 1, 1, 128, 1},      /* one key, GQA 8:1, causal */
-    {2, 8, 1, 1, 17, 128, 0},     /* 17 keys, GQA 8:1 */
-    {1, 4, 4, 1, 255, 64, 0},     /* 4 chunks of 64 minus one key */
-    {1, 2, 2, 1, 1237, 128, 0},   /* a multiple of nothing */
-    {1, 8, 1, 1, 300, 64, 0},     /* MQA */
-    {1, 8, 2, 4, 37, 128, 1},     /* causal, seq_q 4, kv 37 */
-    {1, 4, 2, 8, 1000, 64, 1},    /* seq_q 8, causal */
-    {1, 2, 1, 8, 5, 128, 1},      /* causal, seq_q > seq_kv: rows that see no key */
-    {1, 4, 1, 1, 2305, 128, 0},   /* 9 chunks would round to 320 keys: the rule takes 8 */
-    {1, 32, 8, 1, 32768, 128, 0}, /* the lesson's default shape */
-    {1, 32, 8, 1, 131072, 128, 0}, {1, 16, 2, 2, 131072, 64, 1},
-    {1, 8, 1, 4, 777, 128, 1},   /* 32 group rows: two row tiles of versions 3-4 */
-    {2, 12, 4, 3, 1500, 128, 1}, /* groups of 3 heads x 3 tokens: 9 of 16 tile rows */
-    {3, 32, 8, 1, 8192, 64, 0},  /* batch 3 */
-    {1, 32, 1, 8, 4099, 64, 1},  /* MQA, 256 group rows: 16 row tiles */
+/* Each case twice, in attn_test_problem()'s order (batch, heads, kv_heads, seq_q, seq_kv, dim,
+ * causal): the full shape, then the sanitizer-sized one; a sanitizer-sized shape of all zeros
+ * leaves the case out of a sanitizer-sized run, and `left_out` says what only the full run checks.
+ */
+static const struct {
+  int full[7], small[7];
+  const char *left_out;
+} kShapes[] = {
+    /* one key, MQA */
+    {{1, 4, 1, 1, 1, 64, 0}, {1, 4, 1, 1, 1, 64, 0}, NULL},
+    /* one key, GQA 8:1, causal */
+    {{1, 8, 1, 1, 1, 128, 1}, {1, 8, 1, 1, 1, 128, 1}, NULL},
+    /* 17 keys, GQA 8:1 */
+    {{2, 8, 1, 1, 17, 128, 0}, {2, 8, 1, 1, 17, 128, 0}, NULL},
+    /* 4 chunks of 64 minus one key */
+    {{1, 4, 4, 1, 255, 64, 0}, {1, 4, 4, 1, 255, 64, 0}, NULL},
+    /* a multiple of nothing (sanitizer-sized: 2 chunks) */
+    {{1, 2, 2, 1, 1237, 128, 0}, {1, 2, 2, 1, 613, 128, 0}, NULL},
+    /* MQA */
+    {{1, 8, 1, 1, 300, 64, 0}, {1, 8, 1, 1, 300, 64, 0}, NULL},
+    /* causal, seq_q 4, kv 37 */
+    {{1, 8, 2, 4, 37, 128, 1}, {1, 8, 2, 4, 37, 128, 1}, NULL},
+    /* seq_q 8, causal */
+    {{1, 4, 2, 8, 1000, 64, 1}, {1, 4, 2, 8, 1000, 64, 1}, NULL},
+    /* causal, seq_q > seq_kv: rows that see no key */
+    {{1, 2, 1, 8, 5, 128, 1}, {1, 2, 1, 8, 5, 128, 1}, NULL},
+    /* 9 chunks would round to 320 keys: the rule takes 8 */
+    {{1, 4, 1, 1, 2305, 128, 0}, {1, 4, 1, 1, 2305, 128, 0}, NULL},
+    /* the lesson's default shape (sanitizer-sized: GQA 4:1 on one KV head, the most chunks the
+     * rule cuts, 128 of 256 keys) */
+    {{1, 32, 8, 1, 32768, 128, 0}, {1, 4, 1, 1, 32768, 128, 0}, NULL},
+    /* 131072 keys */
+    {{1, 32, 8, 1, 131072, 128, 0}, {0}, "131072 keys, chunks of about 4096 keys"},
+    {{1, 16, 2, 2, 131072, 64, 1}, {0}, "131072 keys at dim 64, causal with 2 query rows"},
+    /* 32 group rows: two row tiles of versions 3-4 */
+    {{1, 8, 1, 4, 777, 128, 1}, {1, 8, 1, 4, 777, 128, 1}, NULL},
+    /* groups of 3 heads x 3 tokens: 9 of 16 tile rows */
+    {{2, 12, 4, 3, 1500, 128, 1}, {2, 6, 2, 3, 600, 128, 1}, NULL},
+    /* batch 3 */
+    {{3, 32, 8, 1, 8192, 64, 0}, {3, 8, 2, 1, 700, 64, 0}, NULL},
+    /* MQA, 256 group rows: 16 row tiles */
+    {{1, 32, 1, 8, 4099, 64, 1}, {1, 32, 1, 8, 517, 64, 1}, NULL},
 };
 enum { N_SHAPES = sizeof kShapes / sizeof kShapes[0] };
 
 START_TEST(every_version_passes_awkward_shapes) {
   attn_options o;
   memset(&o, 0, sizeof o);
-  const int *x = kShapes[_i];
+  const int *x = attn_test_sanitizer_sized() ? kShapes[_i].small : kShapes[_i].full;
+  if (x[0] == 0) {
+    attn_test_left_out("every_version_passes_awkward_shapes", _i, kShapes[_i].left_out);
+    return;
+  }
   o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
   o.seed = 21 + (uint64_t)_i;
   o.iters = 1;
@@ -59,31 +90,37 @@ START_TEST(every_version_passes_awkward_shapes) {
 END_TEST
 
 /* Lengths per sequence: version 6 runs and passes (keys past each length are NaN in memory: a
- * kernel that reads one fails), every other version is skipped with the reason. */
-static const int kLens0[] = {1, 17, 300, 4099}; /* one key, awkward ones */
+ * kernel that reads one fails), every other version is skipped with the reason. Each case twice:
+ * the full one, then the sanitizer-sized one. */
+static const int kLens0[] = {1, 17, 300, 4099};      /* one key, awkward ones */
+static const int kLens0Small[] = {1, 17, 300, 1029}; /* 1029: 4 chunks of 256 and 5 keys */
 static const int kLens1[] = {131072, 1024, 1024, 1024, 1024, 1024, 1024, 1024,
                              1024,   1024, 1024, 1024, 1024, 1024, 1024, 1024}; /* one long */
+static const int kLens1Small[] = {3001, 300, 300, 300, 300, 300, 300, 300}; /* 12 chunks, 2 each */
 static const int kLens2[] = {5, 2, 9, 64, 65, 3}; /* causal rows with none */
-static const struct {
+typedef struct varlen_case {
   const int *lens;
   int batch, heads, kv_heads, seq_q, dim, causal;
+} varlen_case;
+static const struct {
+  varlen_case full, small;
 } kVarlen[] = {
-    {kLens0, 4, 8, 2, 1, 128, 0},
-    {kLens0, 4, 8, 1, 4, 64, 1},
-    {kLens1, 16, 32, 8, 1, 128, 0},
-    {kLens2, 6, 4, 2, 8, 128, 1},
+    {{kLens0, 4, 8, 2, 1, 128, 0}, {kLens0Small, 4, 8, 2, 1, 128, 0}},
+    {{kLens0, 4, 8, 1, 4, 64, 1}, {kLens0Small, 4, 8, 1, 4, 64, 1}},
+    {{kLens1, 16, 32, 8, 1, 128, 0}, {kLens1Small, 8, 8, 2, 1, 128, 0}},
+    {{kLens2, 6, 4, 2, 8, 128, 1}, {kLens2, 6, 4, 2, 8, 128, 1}},
 };
 enum { N_VARLEN = sizeof kVarlen / sizeof kVarlen[0] };
 
 START_TEST(varlen_passes_and_others_skip) {
   attn_options o;
   memset(&o, 0, sizeof o);
+  const varlen_case *c = attn_test_sanitizer_sized() ? &kVarlen[_i].small : &kVarlen[_i].full;
   int longest = 0;
-  for (int b = 0; b < kVarlen[_i].batch; ++b)
-    longest = kVarlen[_i].lens[b] > longest ? kVarlen[_i].lens[b] : longest;
-  o.problem = attn_test_problem(kVarlen[_i].batch, kVarlen[_i].heads, kVarlen[_i].kv_heads,
-                                kVarlen[_i].seq_q, longest, kVarlen[_i].dim, kVarlen[_i].causal);
-  o.problem.kv_lens = kVarlen[_i].lens;
+  for (int b = 0; b < c->batch; ++b) longest = c->lens[b] > longest ? c->lens[b] : longest;
+  o.problem =
+      attn_test_problem(c->batch, c->heads, c->kv_heads, c->seq_q, longest, c->dim, c->causal);
+  o.problem.kv_lens = c->lens;
   o.seed = 40 + (uint64_t)_i;
   o.iters = 2; /* the second call runs on the counters the first left behind */
   o.warmup = 1;

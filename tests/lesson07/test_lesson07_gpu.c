@@ -2,8 +2,10 @@
  * shuffled order, spare blocks, NaN in every slot no token owns), outputs poisoned, O and the
  * log-sum-exp checked: lengths 1, block_size - 1, block_size, block_size + 1 and a multiple of
  * nothing, block sizes 8 to 128 (and 24, which version 3 must refuse), GQA 8:1 and MQA, causal with
- * several query rows, and lengths per sequence; the dense yardsticks run on the same values. Exits
- * 77 (skipped) without a GPU. */
+ * several query rows, and lengths per sequence; the dense yardsticks run on the same values. Under
+ * compute-sanitizer (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its sanitizer-sized shape,
+ * a few hundred keys (still several pages and 2 or more chunks of 256 keys), and the lesson's
+ * default shape is left out. Exits 77 (skipped) without a GPU. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,37 +14,67 @@
 
 static attn_device g_dev;
 
-static const int kLensA[] = {1, 15, 16, 17, 1000};            /* around a block of 16 */
+static const int kLensA[] = {1, 15, 16, 17, 1000}; /* around a block of 16 */
+static const int kLensASmall[] = {1, 15, 16, 17, 300};
 static const int kLensB[] = {131072, 1024, 1024, 1024, 5, 1}; /* one long, short ones */
-static const int kLensC[] = {7, 8, 9, 300};                   /* around a block of 8 */
+static const int kLensBSmall[] = {1000, 300, 300, 300, 5, 1};
+static const int kLensC[] = {7, 8, 9, 300}; /* around a block of 8 */
 
-/* batch, heads, kv_heads, seq_q, seq_kv, dim, causal, block size; lens (NULL: all seq_kv) */
-static const struct {
+/* Each case twice: the full one, then the sanitizer-sized one; a sanitizer-sized shape of all
+ * zeros leaves the case out of a sanitizer-sized run, and `left_out` says what only the full run
+ * checks. Shape: batch, heads, kv_heads, seq_q, seq_kv, dim, causal, block size; lens (NULL: every
+ * sequence has seq_kv keys). */
+typedef struct paged_case {
   int shape[8];
   const int *lens;
+} paged_case;
+static const struct {
+  paged_case full, small;
+  const char *left_out;
 } kCases[] = {
-    {{1, 4, 1, 1, 1, 64, 0, 16}, NULL},        /* one key, MQA */
-    {{2, 8, 1, 1, 17, 128, 0, 16}, NULL},      /* block_size + 1, GQA 8:1 */
-    {{1, 4, 2, 1, 15, 64, 0, 16}, NULL},       /* block_size - 1 */
-    {{1, 4, 2, 1, 16, 128, 0, 16}, NULL},      /* exactly one block */
-    {{1, 32, 8, 1, 32768, 128, 0, 16}, NULL},  /* the lesson's default shape */
-    {{1, 8, 2, 4, 1237, 128, 1, 32}, NULL},    /* causal, 4 query rows */
-    {{1, 8, 2, 1, 4099, 64, 0, 128}, NULL},    /* block size 128 */
-    {{2, 8, 2, 1, 999, 128, 0, 64}, NULL},     /* block size 64 */
-    {{5, 16, 2, 1, 1000, 128, 0, 16}, kLensA}, /* lengths around the block size */
-    {{6, 32, 8, 1, 131072, 128, 0, 16}, kLensB},
-    {{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, /* block size 8, causal, MQA */
-    {{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, /* a block size no power of two */
+    /* one key, MQA */
+    {{{1, 4, 1, 1, 1, 64, 0, 16}, NULL}, {{1, 4, 1, 1, 1, 64, 0, 16}, NULL}, NULL},
+    /* block_size + 1, GQA 8:1 */
+    {{{2, 8, 1, 1, 17, 128, 0, 16}, NULL}, {{2, 8, 1, 1, 17, 128, 0, 16}, NULL}, NULL},
+    /* block_size - 1 */
+    {{{1, 4, 2, 1, 15, 64, 0, 16}, NULL}, {{1, 4, 2, 1, 15, 64, 0, 16}, NULL}, NULL},
+    /* exactly one block */
+    {{{1, 4, 2, 1, 16, 128, 0, 16}, NULL}, {{1, 4, 2, 1, 16, 128, 0, 16}, NULL}, NULL},
+    /* the lesson's default shape */
+    {{{1, 32, 8, 1, 32768, 128, 0, 16}, NULL}, {{0}, NULL}, "32768 keys in 2048 pages of 16"},
+    /* causal, 4 query rows */
+    {{{1, 8, 2, 4, 1237, 128, 1, 32}, NULL}, {{1, 8, 2, 4, 613, 128, 1, 32}, NULL}, NULL},
+    /* block size 128 (sanitizer-sized: 5 pages, the last with 5 keys) */
+    {{{1, 8, 2, 1, 4099, 64, 0, 128}, NULL}, {{1, 8, 2, 1, 517, 64, 0, 128}, NULL}, NULL},
+    /* block size 64 */
+    {{{2, 8, 2, 1, 999, 128, 0, 64}, NULL}, {{2, 8, 2, 1, 333, 128, 0, 64}, NULL}, NULL},
+    /* lengths around the block size */
+    {{{5, 16, 2, 1, 1000, 128, 0, 16}, kLensA},
+     {{5, 16, 2, 1, 300, 128, 0, 16}, kLensASmall},
+     NULL},
+    /* one long sequence, short ones */
+    {{{6, 32, 8, 1, 131072, 128, 0, 16}, kLensB},
+     {{6, 8, 2, 1, 1000, 128, 0, 16}, kLensBSmall},
+     NULL},
+    /* block size 8, causal, MQA */
+    {{{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, {{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, NULL},
+    /* a block size no power of two */
+    {{{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, {{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, NULL},
 };
 enum { N_CASES = sizeof kCases / sizeof kCases[0] };
 
 START_TEST(every_version_passes_awkward_pages) {
   attn_options o;
   memset(&o, 0, sizeof o);
-  const int *x = kCases[_i].shape;
+  const paged_case *c = attn_test_sanitizer_sized() ? &kCases[_i].small : &kCases[_i].full;
+  const int *x = c->shape;
+  if (x[0] == 0) {
+    attn_test_left_out("every_version_passes_awkward_pages", _i, kCases[_i].left_out);
+    return;
+  }
   o.problem = attn_test_problem(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
   o.problem.block_size = x[7];
-  o.problem.kv_lens = kCases[_i].lens;
+  o.problem.kv_lens = c->lens;
   o.seed = 70 + (uint64_t)_i;
   o.iters = 2; /* a second call on the workspace the first left */
   o.warmup = 1;
@@ -53,7 +85,7 @@ START_TEST(every_version_passes_awkward_pages) {
     /* the skips the table declares: version 3 wants a power-of-two block size, the dense
      * one-launch yardstick (4) one length for every sequence */
     const int may_skip =
-        attn_device_sm(&g_dev) < 80 || (v == 2 && !pow2) || (v == 3 && kCases[_i].lens != NULL);
+        attn_device_sm(&g_dev) < 80 || (v == 2 && !pow2) || (v == 3 && c->lens != NULL);
     if (v == 2 && !pow2) ck_assert_int_eq(r[v].status, ATTN_SKIPPED);
     if (r[v].status == ATTN_SKIPPED) {
       ck_assert_msg(may_skip, "%s skipped: %s", r[v].version->name, r[v].note);
@@ -148,17 +180,19 @@ END_TEST
 
 /* The decode loop on the GPU: forks and copy-on-write, every checked row within the bf16 tolerance,
  * no NaN from a slot nobody owns, every block back at the end; block sizes 8 and 16 (version 3)
- * and 24 (version 2), GQA 4:1 and dimension 64. */
+ * and 24 (version 2), GQA 4:1 and dimension 64. Sanitizer-sized: 24 steps instead of 40, still
+ * four forks and sequences that finish and free their blocks for new ones. */
 START_TEST(gpu_decode_loop_checks_every_step) {
   if (attn_device_sm(&g_dev) < 80) return;
   static const int bss[3] = {16, 8, 24};
   const int bs = bss[_i], version = bs == 24 ? 2 : 3;
+  const int steps = attn_test_sanitizer_sized() ? 24 : 40;
   l07_loop_config cfg = {.max_live = 6,
-                         .steps = 40,
+                         .steps = steps,
                          .prompt_min = 1,
                          .prompt_max = 300,
                          .output_min = 1,
-                         .output_max = 40,
+                         .output_max = steps,
                          .fork_every = 5,
                          .heads = 8,
                          .kv_heads = 2,
@@ -166,12 +200,12 @@ START_TEST(gpu_decode_loop_checks_every_step) {
                          .block_size = bs,
                          .check_pool = 1,
                          .seed = 7 + (uint64_t)_i};
-  cfg.num_blocks = 2 * cfg.max_live * ((300 + 40 + 1 + bs - 1) / bs);
+  cfg.num_blocks = 2 * cfg.max_live * ((cfg.prompt_max + cfg.output_max + 1 + bs - 1) / bs);
   l07_loop_gpu_result r;
   char err[200];
   ck_assert_msg(l07_decode_loop_gpu(&cfg, version, &r, err, sizeof err) == 0, "%s", err);
-  ck_assert_int_eq(r.loop.steps, 40);
-  ck_assert_int_gt(r.loop.tokens, 40);
+  ck_assert_int_eq(r.loop.steps, steps);
+  ck_assert_int_gt(r.loop.tokens, steps);
   ck_assert_int_gt(r.loop.copies, 0); /* forks of partly filled blocks were copied */
   ck_assert_int_eq(r.loop.started, r.loop.finished);
   ck_assert_int_eq(r.loop.free_at_end, cfg.num_blocks);
