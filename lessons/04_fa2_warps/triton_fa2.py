@@ -243,17 +243,14 @@ def check(kernel):
 # --- the timing ------------------------------------------------------------------------------
 
 def load_l04(path):
-    """lesson 04's l04_forward (argtypes as bench/lesson04_peers.py), or None with a note."""
+    """lesson 04's l04_forward, loaded as bench/lesson04_peers.py loads it, or None with a note."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    from lesson04_peers import load_lib
     try:
-        lib = ctypes.CDLL(path)
+        return load_lib(path).l04_forward
     except OSError as e:
         print(f"lesson 04's library not loaded ({e}); `make lesson-4` builds it. Timing the rest.")
         return None
-    f = lib.l04_forward
-    f.restype = ctypes.c_int
-    f.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 6 + [
-        ctypes.c_float, ctypes.c_void_p]
-    return f
 
 
 def bench(kernel, label, l04, iters, warmup):
