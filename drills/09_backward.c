@@ -1,0 +1,42 @@
+/* Drill for lesson 09: the softmax backward of one row, the D term, and the Q tiles a K/V tile
+ * visits in the KV-outer backward loop.
+ *
+ * Fill in the four functions below (the contracts are in lessons/09_backward/bwd_plan.h), then run
+ * `make drill-9`: it builds the checklist tests of lesson 09 (tests/lesson09/checklist.c) against
+ * this file, and says which answers are wrong. Out of the box every test fails. The lesson's own
+ * answers are in lessons/09_backward/bwd_plan.c; try without looking.
+ *
+ * Hints, in words only:
+ *  - Softmax backward: the Jacobian of P = softmax(S) is diag(P) - P P^T. Apply it to dP without
+ *    forming it; the one number the whole row shares is D.
+ *  - The D term: D = sum_k P_k dP_k needs the whole row of P. Write dP_k = dO . V_k and
+ *    O = sum_k P_k V_k, and swap the sums: which two vectors, both already in memory, give D?
+ *    Accumulate the dot product in double.
+ *  - Loop bounds: with the bottom-right mask, query i sees key j when j <= i + seq_kv - seq_q.
+ *    Each row sees a prefix of the keys, so a row that sees any key of a tile sees its first one,
+ *    and a row that sees the tile's last key sees all of it. Which row is the first to see key j0?
+ *    Which tile holds it? Which is the first tile that starts at or after the first row to see the
+ *    last key? Mind the last tile, which may be short, rows that see no key at all (seq_q >
+ *    seq_kv), and a K/V tile cut short by the end of the keys.
+ */
+#include "bwd_plan.h"
+
+float l09_d_term(const float *d_o, const float *o, int dim) {
+  (void)d_o, (void)o, (void)dim;
+  return 0.0f;
+}
+
+void l09_softmax_grad_row(const float *p, const float *dp, float d, int n, float *ds) {
+  (void)p, (void)dp, (void)d;
+  for (int j = 0; j < n; ++j) ds[j] = 0.0f;
+}
+
+int l09_first_q_tile(int j0, int br, int seq_q, int seq_kv, int causal) {
+  (void)j0, (void)br, (void)seq_q, (void)seq_kv, (void)causal;
+  return 0;
+}
+
+int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int causal) {
+  (void)j0, (void)bc, (void)br, (void)seq_q, (void)seq_kv, (void)causal;
+  return 0;
+}

@@ -1,0 +1,45 @@
+/* Lesson 09's plan (bwd_plan.h): the softmax backward of one row, the D term, and the Q tiles a
+ * K/V tile visits. These are the answers the checklist holds `make drill-9` to; the kernels and the
+ * reference compute the same quantities. */
+#include "bwd_plan.h"
+
+float l09_d_term(const float *d_o, const float *o, int dim) {
+  /* sum_k P_k dP_k = sum_k P_k (dO . V_k) = dO . (sum_k P_k V_k) = dO . O: one dot product of two
+   * rows that exist anyway, instead of a pass over the whole row of P. */
+  double acc = 0.0;
+  for (int d = 0; d < dim; ++d) acc += (double)d_o[d] * (double)o[d];
+  return (float)acc;
+}
+
+void l09_softmax_grad_row(const float *p, const float *dp, float d, int n, float *ds) {
+  /* The Jacobian of softmax is diag(P) - P P^T; applied to dP it is P o dP - P (P . dP), and
+   * P . dP is D. A masked entry has p = 0 and gets ds = 0. */
+  for (int j = 0; j < n; ++j) ds[j] = p[j] * (dp[j] - d);
+}
+
+/* Q tiles of br rows over seq_q rows. */
+static int l09_q_tiles(int br, int seq_q) {
+  return (int)(((long)seq_q + br - 1) / br);
+}
+
+int l09_first_q_tile(int j0, int br, int seq_q, int seq_kv, int causal) {
+  if (!causal) return 0;
+  /* Row i sees key j0 when i >= j0 - (seq_kv - seq_q). Whoever sees a key of the tile sees its
+   * first key (a row sees a prefix of the keys), so the first such row decides. */
+  const long row = (long)j0 - seq_kv + seq_q;
+  if (row <= 0) return 0;
+  if (row >= seq_q) return l09_q_tiles(br, seq_q); /* no row sees the tile */
+  return (int)(row / br);                          /* the tile holding that row */
+}
+
+int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int causal) {
+  if (!causal) return 0;
+  /* A row that sees the tile's last key sees all of it, and so do the rows after it: the first
+   * tile that starts at or after the first such row needs no mask. */
+  const long last = (long)j0 + bc < seq_kv ? (long)j0 + bc - 1 : (long)seq_kv - 1;
+  const long row = last - seq_kv + seq_q;
+  if (row <= 0) return 0;
+  const long tile = (row + br - 1) / br; /* rounded up: the tile must start at that row or later */
+  const int n_tiles = l09_q_tiles(br, seq_q);
+  return tile < n_tiles ? (int)tile : n_tiles;
+}
