@@ -27,7 +27,10 @@
  *
  * Measured: see the lesson README (its table is generated from the archived run).
  *
- * Run: `./run 4 --causal` and `./run 4`; `--dim 64 --heads 32` for dim 64.
+ * Run: `./run 4 --causal` and `./run 4`; `--dim 64 --heads 32` for dim 64. The share of the time
+ * spent recomputing P: configure a second build with `-DATTN_L09_ABLATE=ON` (this file then skips
+ * Q K^T and the exponential, and its results are wrong) and compare `./run 4 --no-check` there and
+ * here.
  */
 // clang-format on
 /* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
@@ -37,6 +40,11 @@
 
 #include "../04_fa2_warps/ptx.cuh"
 #include "bwd.cuh"
+
+#ifndef L09_ABLATE_RECOMPUTE
+/** 1 only in the experiment build that measures the share of time spent recomputing P. */
+#define L09_ABLATE_RECOMPUTE 0
+#endif
 
 #define MB_BR 64                          /**< query rows per Q tile */
 #define MB_BC 64                          /**< keys per block: 16 per warp */
@@ -203,6 +211,15 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
     float s[MB_QT][4];
 #pragma unroll
     for (int nt = 0; nt < MB_QT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#if L09_ABLATE_RECOMPUTE
+      /* The experiment (CMake -DATTN_L09_ABLATE=ON, never the default build): no Q K^T and no
+       * exponential; P^T is L itself, a value the compiler cannot fold. The results are wrong;
+       * the time left is the backward without its recomputation of P. */
+#pragma unroll
+    for (int nt = 0; nt < MB_QT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] = sL[nt * 8 + 2 * t4 + (e & 1)];
+#else
 #pragma unroll
     for (int ks = 0; ks < MB_KS; ++ks) {
       uint32_t a[4];
@@ -215,9 +232,11 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
         mma_bf16_16816(s[2 * np + 1], a, bq[2], bq[3]);
       }
     }
-    /* P^T = exp2(S^T scale log2 e - L log2 e), masked only where `masked` says. A masked
-     * entry may compute exp2 of garbage (L of a row past seq_q is 0, of a row that sees no key
-     * -inf): the select drops it. */
+#endif
+#if !L09_ABLATE_RECOMPUTE
+        /* P^T = exp2(S^T scale log2 e - L log2 e), masked only where `masked` says. A masked
+         * entry may compute exp2 of garbage (L of a row past seq_q is 0, of a row that sees no key
+         * -inf): the select drops it. */
 #pragma unroll
     for (int nt = 0; nt < MB_QT; ++nt)
 #pragma unroll
@@ -227,6 +246,7 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
         const float p = fast_exp2(fmaf(s[nt][e], scale_log2, -sL[qc] * BW_LOG2E));
         s[nt][e] = !masked || (j < seq_kv && i < seq_q && (!causal || j <= i + diag)) ? p : 0.f;
       }
+#endif
       /* dV += P^T dO: P^T repacked as A fragments, dO through ldmatrix.trans. */
 #pragma unroll
     for (int kq = 0; kq < MB_QK; ++kq) {

@@ -429,6 +429,11 @@ const char *l09_version_name(int version) {
  * dim over sequence lengths; the causal walk of version 4 at this shape. */
 static int cpu_part(const attn_options *o) {
   const attn_problem *p = &o->problem;
+#if L09_ABLATE_RECOMPUTE
+  printf(
+      "EXPERIMENT BUILD (ATTN_L09_ABLATE): version 4 skips Q K^T and the exponential; its "
+      "results are wrong, only its time means something (run it with --no-check)\n");
+#endif
   printf(
       "extra device memory of the backward (batch %d, %d heads, dim %d; inputs and outputs "
       "not counted):\n  %8s %14s %14s %14s\n",
