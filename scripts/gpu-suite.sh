@@ -9,7 +9,7 @@
 #                  sanitize phase to those lessons' GPU suites and the bench phase to their
 #                  bench/lessonNN_peers.py (a partial run: name its folder apart, e.g.
 #                  RUN=h200-l06-2026-11-23, so that it is not taken for a whole run)
-#   SAN_TIMEOUT=100  seconds each compute-sanitizer run may take (phase sanitize: every GPU suite,
+#   SAN_TIMEOUT=300  seconds each compute-sanitizer run may take (phase sanitize: every GPU suite,
 #                    sanitizer-sized with ATTN_TEST_SANITIZER=1, under memcheck, racecheck and
 #                    synccheck)
 #
@@ -19,6 +19,9 @@
 #   nvidia-smi.txt  nvidia-smi -q, then nvcc --version
 #   lessons.csv     phase lessons: every lesson run's table (the programs' --csv rows)
 #   peers.csv       phase bench: every bench/lesson*_peers.py figure (columns: bench/peer_timing.py)
+#   accuracy-lessonNN.csv, memory-lessonNN.csv
+#                   phase bench: a peer script's other tables, where it writes them (lesson 09's
+#                   gradient errors and peak memory, bench/lesson09_peers.py), copied as they are
 #   ncu.txt         phase ncu: per line of lessons/*/ncu-runs.txt a header "#### ncu FILE:LINE: ARGS"
 #                   and Nsight Compute's --csv --print-units base output of that line
 # Each lesson may list extra runs in lessons/NN_*/gpu-runs.txt, one line of arguments per run; a line
@@ -118,7 +121,7 @@ if has sanitize; then
     say "compute-sanitizer --tool $tool $name"
     from=$(wc -l <"$LOG")
     t0=$SECONDS
-    ATTN_TEST_SANITIZER=1 timeout "${SAN_TIMEOUT:-100}" \
+    ATTN_TEST_SANITIZER=1 timeout "${SAN_TIMEOUT:-300}" \
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" >>"$LOG" 2>&1
     rc=$?
     secs=$((SECONDS - t0))
@@ -142,7 +145,7 @@ fi
 if has bench; then
   export ATTN_LIB=$PWD/$BUILD/lib/libattn_lessons.so # the peer scripts call the lessons through it
   mkdir -p "$TMP/peers"
-  rm -f "$DEST/peers.csv"
+  rm -f "$DEST/peers.csv" "$DEST"/accuracy-lesson*.csv "$DEST"/memory-lesson*.csv
   for py in bench/lesson*_peers.py; do
     [ -f "$py" ] || continue
     [[ "$py" =~ lesson([0-9]+)_peers ]] && { picked "${BASH_REMATCH[1]}" || continue; }
@@ -154,6 +157,11 @@ if has bench; then
   for f in "$TMP"/peers/peers-lesson*.csv; do
     [ -f "$f" ] || continue
     if [ -s "$DEST/peers.csv" ]; then tail -n +2 "$f" >>"$DEST/peers.csv"; else cat "$f" >"$DEST/peers.csv"; fi
+  done
+  # The other tables a peer script writes beside its timings, one file per lesson: copied as they are.
+  for f in "$TMP"/peers/accuracy-lesson*.csv "$TMP"/peers/memory-lesson*.csv; do
+    [ -f "$f" ] || continue
+    cp "$f" "$DEST/" || status=1
   done
 fi
 

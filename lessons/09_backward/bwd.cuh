@@ -35,6 +35,11 @@ static __device__ __forceinline__ void bw_unpack8(uint4 w, float f[8]) {
   }
 }
 
+/* The two kernels below are named through BW_CAT(), which Doxygen does not expand: it would read
+ * their bodies as declarations, so they are kept out of the HTML (their launchers, bw_dterm() and
+ * bw_dq_convert(), are documented). */
+/** @cond */
+
 /**
  * D = rowsum(dO o O) for every query row, one warp per row (HEAD_DIM / 8 lanes read 16 bytes each
  * of both rows), written as `[batch, heads, seq_q]` like the log-sum-exp. When @p dq_acc is not
@@ -85,6 +90,8 @@ static __global__ void __launch_bounds__(256)
   ((uint4 *)dq)[t] = *(const uint4 *)r;
 }
 
+/** @endcond */
+
 /** Wait until every cp.async this thread committed has landed (visible to other threads after a
  * __syncthreads() that follows). */
 static __device__ __forceinline__ void bw_cp_async_wait_all(void) {
@@ -105,7 +112,9 @@ static __host__ cudaError_t bw_check(const l09_grad_args *a, size_t need) {
   return cudaSuccess;
 }
 
-/** Enqueue the D kernel for every row (and clear @p dq_acc when it is not NULL). */
+/** Enqueue the D kernel (l09_dterm_kernel_d64 or _d128: one warp per row, 8 rows to a block of
+ * 256 threads) for every row, D into @p dd `[batch, heads, seq_q]` (and clear @p dq_acc when it
+ * is not NULL). */
 static __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *dq_acc,
                                      cudaStream_t stream) {
   const long long rows = (long long)a->batch * a->seq_q * a->heads;
@@ -117,7 +126,8 @@ static __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *d
   return cudaSuccess;
 }
 
-/** Enqueue the conversion of the fp32 dQ accumulator into bf16 dQ (times the softmax scale). */
+/** Enqueue the conversion of the fp32 dQ accumulator into bf16 dQ (times the softmax scale):
+ * l09_dq_convert_kernel_d64 or _d128, 8 elements per thread. */
 static __host__ cudaError_t bw_dq_convert(const l09_grad_args *a, const float *acc,
                                           cudaStream_t stream) {
   const long long n8 = (long long)a->batch * a->seq_q * a->heads * HEAD_DIM / 8;

@@ -37,6 +37,11 @@ extern "C" {
  * dQ of the listed query rows, numbered as O's rows: r = (b * seq_q + i) * heads + h
  * (attn_row_coords()). Costs O(seq_kv * dim) per row. Runs rows in parallel with OpenMP where the
  * build has it.
+ * @param p      the problem (shape, mask, scale; kv_lens honoured where set)
+ * @param q      `[batch, seq_q, heads, dim]`
+ * @param k      `[batch, seq_kv, kv_heads, dim]`
+ * @param v      `[batch, seq_kv, kv_heads, dim]`
+ * @param d_o    dO, the loss's gradient with respect to O: `[batch, seq_q, heads, dim]`
  * @param rows   O row numbers, in any order; NULL means every row in order (n_rows = attn_rows(p))
  * @param n_rows number of rows
  * @param dq     out: `[n_rows, dim]`; should memory run out, every element is NaN (no check passes)
@@ -49,6 +54,11 @@ void l09_reference_dq(const attn_problem *p, const float *q, const float *k, con
  * Every (batch, KV head) that a listed row belongs to first gets the log-sum-exp and D of each of
  * its query rows (O(heads / kv_heads * seq_q * seq_kv * dim) for that pair), then each listed key
  * row sums over the query rows of its group. Runs in parallel with OpenMP where the build has it.
+ * @param p      the problem (shape, mask, scale; kv_lens honoured where set)
+ * @param q      `[batch, seq_q, heads, dim]`
+ * @param k      `[batch, seq_kv, kv_heads, dim]`
+ * @param v      `[batch, seq_kv, kv_heads, dim]`
+ * @param d_o    dO, the loss's gradient with respect to O: `[batch, seq_q, heads, dim]`
  * @param rows   K row numbers, in any order (repeats allowed); NULL means every row in order
  *               (n_rows = batch * seq_kv * kv_heads)
  * @param n_rows number of rows

@@ -51,15 +51,22 @@
 /** One operand of a product, as strides: element (b, head, r, c) is at
  * ptr + b * sb + head * sh + r * sr + c * sc, fp32 or bf16. */
 typedef struct nv_mat {
-  const void *ptr;
-  int bf16;                 /* 1: bf16, 0: fp32 */
-  long long sb, sh, sr, sc; /* strides of batch, head, row, column (elements) */
-  int hmul, hdiv;           /* head = (z_head * hmul + hh) / hdiv: see nv_at() */
+  const void *ptr; /**< element (0, 0, 0, 0) */
+  int bf16;        /**< 1: bf16, 0: fp32 */
+  /** Strides of batch, head, row, column (elements). */
+  /** @{ */
+  long long sb, sh, sr, sc;
+  /** @} */
+  /** Head mapping: head = (z_head * hmul + hh) / hdiv (see nv_at()). */
+  /** @{ */
+  int hmul, hdiv;
+  /** @} */
 } nv_mat;
 
 /** What a product's epilogue does with its fp32 sum. */
 enum { NV_STORE_BF16 = 0, NV_STORE_F32 = 1, NV_EXP_F32 = 2 };
 
+/** Element @p off of operand @p m as fp32, read as bf16 or fp32 as m->bf16 says. */
 static __device__ __forceinline__ float nv_load(const nv_mat *m, long long off) {
   return m->bf16 ? __bfloat162float(((const attn_bf16 *)m->ptr)[off])
                  : ((const float *)m->ptr)[off];
@@ -152,6 +159,9 @@ static __global__ void __launch_bounds__(256)
   if (threadIdx.x == 0) dd[row] = d;
 }
 
+/** Enqueue one product (NV_GEMM) on @p stream: grid (cols / 32, rows / 32, batch * heads_z),
+ * rounded up; the log-sum-exp, seq_q, seq_kv and causal flag that NV_EXP_F32 needs come from @p a.
+ * cudaErrorInvalidConfiguration when the grid's y or z passes 65535. */
 static cudaError_t nv_gemm(nv_mat A, nv_mat B, nv_mat C, int rows, int cols, int kdim, int n_inner,
                            int batch, int heads_z, float alpha, int mode, const l09_grad_args *a,
                            cudaStream_t stream) {

@@ -44,8 +44,9 @@
 #define RC_LD (HEAD_DIM + 1)  /**< padded row of a tile in shared memory (floats) */
 #define RC_PLD (RC_BC + 1)    /**< padded row of P and dS */
 
-/** This build's launcher and kernel. */
+/** This build's launcher: l09_recompute_d64() or l09_recompute_d128(). */
 #define RC_LAUNCH BW_CAT(l09_recompute_d, HEAD_DIM)
+/** This build's kernel: l09_recompute_kernel_d64 or l09_recompute_kernel_d128. */
 #define RC_KERNEL BW_CAT(l09_recompute_kernel_d, HEAD_DIM)
 
 /** Dynamic shared memory: K, V, Q, dO tiles, then P, dS, L and D. */

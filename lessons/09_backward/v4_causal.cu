@@ -60,14 +60,17 @@
 #define MB_RSTEP (MB_THREADS / MB_CHUNKS) /**< rows per pass of a tile copy: 16 or 8 */
 #define MB_SROWB (MB_BR * 2)              /**< bytes per row of the dS^T tile [key][query] */
 
-/** This build's launcher and kernel. */
+/** This build's launcher: l09_causal_d64() or l09_causal_d128(). */
 #define MB_LAUNCH BW_CAT(l09_causal_d, HEAD_DIM)
+/** This build's kernel: l09_causal_kernel_d64 or l09_causal_kernel_d128. */
 #define MB_KERNEL BW_CAT(l09_causal_kernel_d, HEAD_DIM)
 
-/* Shared memory: K, V [64][dim], two buffers of Q, dO [64][dim], dS^T [64][64] bf16, then two
- * buffers of L and D [64] fp32. */
+/** Bytes of one K or V tile: MB_BC rows of MB_ROWB bytes. */
 #define MB_KV_BYTES (MB_BC * MB_ROWB)
+/** Bytes of one Q or dO tile: MB_BR rows of MB_ROWB bytes. */
 #define MB_Q_BYTES (MB_BR * MB_ROWB)
+/** Dynamic shared memory: K, V [64][dim], two buffers of Q, dO [64][dim], dS^T [64][64] bf16,
+ * then two buffers of L and D [64] fp32. */
 #define MB_SMEM_BYTES (2 * MB_KV_BYTES + 4 * MB_Q_BYTES + MB_BC * MB_SROWB + 4 * MB_BR * 4)
 
 /** Byte offset of 16-byte chunk `chunk` of row `row` of a Q, K, V or dO tile (XOR-swizzled). */

@@ -47,14 +47,17 @@
 #define MB_ROWB (HEAD_DIM * 2)            /**< bytes per row of Q, K, V, dO */
 #define MB_RSTEP (MB_THREADS / MB_CHUNKS) /**< rows per pass of a tile copy: 16 or 8 */
 
-/** This build's launcher and kernel. */
+/** This build's launcher: l09_determ_d64() or l09_determ_d128(). */
 #define MB_LAUNCH BW_CAT(l09_determ_d, HEAD_DIM)
+/** This build's KV-outer kernel (dK and dV): l09_determ_kernel_d64 or l09_determ_kernel_d128. */
 #define MB_KERNEL BW_CAT(l09_determ_kernel_d, HEAD_DIM)
 
-/* Shared memory: K, V [64][dim], two buffers of Q, dO [64][dim], dS^T [64][64] bf16, then two
- * buffers of L and D [64] fp32. */
+/** Bytes of one K or V tile: MB_BC rows of MB_ROWB bytes. */
 #define MB_KV_BYTES (MB_BC * MB_ROWB)
+/** Bytes of one Q or dO tile: MB_BR rows of MB_ROWB bytes. */
 #define MB_Q_BYTES (MB_BR * MB_ROWB)
+/** Dynamic shared memory of the KV-outer kernel: K, V [64][dim], two buffers of Q, dO [64][dim]
+ * bf16, then two buffers of L and D [64] fp32 (no dS^T tile, unlike version 4). */
 #define MB_SMEM_BYTES (2 * MB_KV_BYTES + 4 * MB_Q_BYTES + 4 * MB_BR * 4)
 
 /** Byte offset of 16-byte chunk `chunk` of row `row` of a Q, K, V or dO tile (XOR-swizzled). */

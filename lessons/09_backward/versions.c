@@ -36,6 +36,11 @@
 /** Every gradient: max-abs error as a share of the largest |reference| element (gradients have
  * no natural unit scale: dK and dV sum over every query). */
 #define L09_TOL_MAX_REL 3e-2
+/** An absolute floor under both: a gradient whose reference is (almost) zero everywhere, as when
+ * every row sees one key (P = 1, so dS = dP - D = 0 in exact arithmetic and dQ = dK = 0), has no
+ * relative error to speak of. Below a root mean square of this it is judged by its largest
+ * absolute error alone, and that against this floor: a quarter of bf16's step at 1.0. */
+#define L09_TOL_ABS_FLOOR 1e-3
 
 /* [version - 1][dim 64, dim 128] */
 static const l09_launch_fn kLaunch[L09_VERSIONS][2] = {
@@ -310,11 +315,13 @@ static void judge(attn_verdict *v, const uint16_t *got, size_t n, const size_t *
   for (size_t e = 0; e < n_rows * (size_t)dim; ++e) ref_max = fmax(ref_max, fabs(ref[e]));
   attn_verdict_init(v, ATTN_BF16);
   v->tol_rel_l2 = tol_rel_l2;
-  v->tol_max_abs = L09_TOL_MAX_REL * (ref_max > 0.0 ? ref_max : 1.0);
+  v->tol_max_abs = fmax(L09_TOL_MAX_REL * ref_max, L09_TOL_ABS_FLOOR);
   attn_verdict_scan(v, ATTN_BF16, got, n, 0);
   for (size_t t = 0; t < n_rows; ++t)
     for (int d = 0; d < dim; ++d)
       attn_verdict_add(v, attn_bf16_to_f32(got[rows[t] * dim + d]), ref[t * dim + d]);
+  if (v->compared > 0 && sqrt(v->ref_sq / (double)v->compared) < L09_TOL_ABS_FLOOR)
+    v->tol_rel_l2 = INFINITY; /* a zero gradient: judged by max_abs alone */
   attn_verdict_finish(v);
 }
 
