@@ -106,7 +106,7 @@ static __device__ __forceinline__ void bw_cp_async_4(uint32_t dst, const void *s
 }
 
 /** The launcher's checks: a valid shape, and at least @p need bytes of workspace. */
-static __host__ cudaError_t bw_check(const l09_grad_args *a, size_t need) {
+static inline __host__ cudaError_t bw_check(const l09_grad_args *a, size_t need) {
   ATTN_TRY(attn_check_shape(a->batch, a->heads, a->kv_heads, a->seq_q, a->seq_kv));
   if (a->workspace_bytes < need || (need && !a->workspace)) return cudaErrorInvalidValue;
   return cudaSuccess;
@@ -115,7 +115,7 @@ static __host__ cudaError_t bw_check(const l09_grad_args *a, size_t need) {
 /** Enqueue the D kernel (l09_dterm_kernel_d64 or _d128: one warp per row, 8 rows to a block of
  * 256 threads) for every row, D into @p dd `[batch, heads, seq_q]` (and clear @p dq_acc when it
  * is not NULL). */
-static __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *dq_acc,
+static inline __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *dq_acc,
                                      cudaStream_t stream) {
   const long long rows = (long long)a->batch * a->seq_q * a->heads;
   const long long blocks = (rows + 7) / 8;
@@ -128,7 +128,7 @@ static __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *d
 
 /** Enqueue the conversion of the fp32 dQ accumulator into bf16 dQ (times the softmax scale):
  * l09_dq_convert_kernel_d64 or _d128, 8 elements per thread. */
-static __host__ cudaError_t bw_dq_convert(const l09_grad_args *a, const float *acc,
+static inline __host__ cudaError_t bw_dq_convert(const l09_grad_args *a, const float *acc,
                                           cudaStream_t stream) {
   const long long n8 = (long long)a->batch * a->seq_q * a->heads * HEAD_DIM / 8;
   const long long blocks = (n8 + 255) / 256;
