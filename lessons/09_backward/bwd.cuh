@@ -116,7 +116,7 @@ static inline __host__ cudaError_t bw_check(const l09_grad_args *a, size_t need)
  * 256 threads) for every row, D into @p dd `[batch, heads, seq_q]` (and clear @p dq_acc when it
  * is not NULL). */
 static inline __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, float *dq_acc,
-                                     cudaStream_t stream) {
+                                            cudaStream_t stream) {
   const long long rows = (long long)a->batch * a->seq_q * a->heads;
   const long long blocks = (rows + 7) / 8;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
@@ -129,7 +129,7 @@ static inline __host__ cudaError_t bw_dterm(const l09_grad_args *a, float *dd, f
 /** Enqueue the conversion of the fp32 dQ accumulator into bf16 dQ (times the softmax scale):
  * l09_dq_convert_kernel_d64 or _d128, 8 elements per thread. */
 static inline __host__ cudaError_t bw_dq_convert(const l09_grad_args *a, const float *acc,
-                                          cudaStream_t stream) {
+                                                 cudaStream_t stream) {
   const long long n8 = (long long)a->batch * a->seq_q * a->heads * HEAD_DIM / 8;
   const long long blocks = (n8 + 255) / 256;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
