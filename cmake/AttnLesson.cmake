@@ -18,6 +18,7 @@
 # The lesson's folder is on the include path of whatever links attn_lNN, so tests include "<name>.h".
 
 set_property(GLOBAL PROPERTY ATTN_LESSON_OBJECT_LIBS "")
+set_property(GLOBAL PROPERTY ATTN_LESSON_LINK_LIBS "")
 
 function(attn_lesson)
   cmake_parse_arguments(L "HOPPER" "NUMBER;MAIN" "KERNELS;DIM_KERNELS;DIMS;HOST;ARCHS" ${ARGN})
@@ -87,6 +88,11 @@ function(attn_add_shared_library)
     target_link_libraries(attn_lessons PUBLIC OpenMP::OpenMP_C)
   endif()
   target_link_libraries(attn_lessons PUBLIC m)
+  # Libraries a lesson's objects call into (lesson 08: NCCL, where CMake found it).
+  get_property(extra GLOBAL PROPERTY ATTN_LESSON_LINK_LIBS)
+  if(extra)
+    target_link_libraries(attn_lessons PUBLIC ${extra})
+  endif()
   set_target_properties(attn_lessons PROPERTIES LINKER_LANGUAGE CUDA)
 endfunction()
 

@@ -1,0 +1,26 @@
+// clang-format off
+/** @file
+ * @brief Version 1: the whole sequence on one GPU, the yardstick every ring is measured against.
+ *
+ * What changed: nothing yet. One forward kernel over the whole sequence: lesson 05's version 5 on
+ * an sm_90 GPU where this build has lesson 05, lesson 04's version 7 on any other GPU from sm_80.
+ * It writes the log-sum-exp, which the ring's merge needs and the harness checks.
+ *
+ * Why: the ring's claim is "P GPUs, P times the speed", so its speed-up is this version's time
+ * over the ring's, on the same problem, in the same run. The ring's result is also checked
+ * against this version's output, element by element, as well as against the fp64 reference.
+ *
+ * Prediction: whatever the kernel's own lesson measured at this shape (lesson 05's version 5 at
+ * about 650 TFLOP/s at dim 128 on the H200, non-causal, long sequences).
+ *
+ * Measured: see the lesson README (its table is generated from the archived run).
+ *
+ * Run: `./run 1`; `./run 1 --causal`.
+ */
+// clang-format on
+#include "ring_attention.h"
+
+extern "C" cudaError_t l08_one_gpu(const attn_problem *p, const attn_args *a, cudaStream_t stream) {
+  return l08_forward(a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q,
+                     p->seq_kv, p->dim, p->causal, attn_scale(p), stream);
+}

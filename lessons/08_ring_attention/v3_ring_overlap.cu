@@ -1,0 +1,42 @@
+// clang-format off
+/** @file
+ * @brief Version 3: the ring with the transfers under the compute.
+ *
+ * What changed: the send and receive of a step run on a second stream per rank, into the buffer
+ * the compute is not reading (two buffers in turn: the block of step s + 1 lands in one while the
+ * compute of step s reads the other). Two waits keep it right: the compute of step s + 1 waits for
+ * the block to arrive, and the transfer of step s + 1 waits for the compute of step s, whose buffer
+ * it overwrites.
+ *
+ * Why: a step's compute grows with the square of the shard length and its transfer linearly, so
+ * past a modest length (l08_compute_bound_len(), printed by the program) the transfer fits under
+ * the compute and costs nothing but the link's share of memory bandwidth.
+ *
+ * Prediction: one GPU per rank, non-causal: the transfers hidden, P times one GPU's speed less the
+ * merge and the smaller launches: at least 1.8x at P = 2 from 128k tokens. Causal: still the
+ * contiguous layout's imbalance, P^2 / (2P - 1) at best (version 4 fixes it). Virtual ranks on one GPU: as version 2, the
+ * copies now beside the compute.
+ *
+ * Measured: see the lesson README (its table is generated from the archived run).
+ *
+ * Run: `./run 3 --ranks 2`.
+ */
+// clang-format on
+#include "ring_internal.h"
+
+extern "C" cudaError_t l08_run_overlap(l08_ring *r, cudaStream_t after) {
+  const int p = r->cfg.ranks;
+  ATTN_TRY(l08_run_begin(r, after));
+  for (int s = 0; s < p; ++s) {
+    /* Comm stream: pass the block of step s on while step s computes on it (the exchange waits
+     * for step s - 1's compute, whose buffer it fills). */
+    if (s + 1 < p) ATTN_TRY(l08_exchange(r, s, 1));
+    for (int i = 0; i < p; ++i) {
+      l08_rank *k = &r->rank[i];
+      ATTN_TRY(cudaSetDevice(k->device));
+      if (s > 0) ATTN_TRY(cudaStreamWaitEvent(k->compute, k->ev[s - 1][L08_EV_EXCHANGE_END], 0));
+      ATTN_TRY(l08_compute_step(r, i, s));
+    }
+  }
+  return l08_run_end(r, after);
+}
