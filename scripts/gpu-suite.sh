@@ -12,6 +12,8 @@
 #   SAN_TIMEOUT=300  seconds each compute-sanitizer run may take (phase sanitize: every GPU suite,
 #                    sanitizer-sized with ATTN_TEST_SANITIZER=1, under memcheck, racecheck and
 #                    synccheck)
+#   SAN_TOOLS="racecheck"  the sanitizer tools of phase sanitize (default: memcheck racecheck
+#                    synccheck), so that a long phase can be split over several calls
 #
 # Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
 # so that it can be copied there as it is and read by scripts/results-tables.py:
@@ -138,7 +140,7 @@ if has sanitize; then
     elif [ -n "$only" ]; then
       continue # a partial run sanitizes only its lessons' suites
     fi
-    for tool in memcheck racecheck synccheck; do san "$tool" "$t"; done
+    for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do san "$tool" "$t"; done
   done
 fi
 

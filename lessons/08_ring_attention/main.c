@@ -42,10 +42,13 @@ int main(int argc, char **argv) {
       (void)cudaGetLastError();
       count = 0;
     }
-    ranks = gpus > 1 ? gpus : (count >= 2 && gpus != 1 ? (count < L08_MAX_RANKS ? count : L08_MAX_RANKS) : 2);
+    ranks = gpus > 1
+                ? gpus
+                : (count >= 2 && gpus != 1 ? (count < L08_MAX_RANKS ? count : L08_MAX_RANKS) : 2);
   }
   if (gpus > 1 && gpus != ranks) {
-    fprintf(stderr, "lesson-8: --gpus must be 1 (virtual ranks) or the number of ranks, %d; got %d\n",
+    fprintf(stderr,
+            "lesson-8: --gpus must be 1 (virtual ranks) or the number of ranks, %d; got %d\n",
             ranks, gpus);
     return 2;
   }

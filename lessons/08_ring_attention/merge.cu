@@ -90,8 +90,8 @@ extern "C" cudaError_t l08_state_merge(float *o_acc, float *lse_acc, const void 
 extern "C" cudaError_t l08_state_finish(const float *o_acc, void *o, size_t elems,
                                         cudaStream_t stream) {
   if (elems == 0) return cudaSuccess;
-  l08_state_finish_kernel<<<grid_for(elems), L08_MERGE_THREADS, 0, stream>>>(
-      o_acc, (attn_bf16 *)o, elems);
+  l08_state_finish_kernel<<<grid_for(elems), L08_MERGE_THREADS, 0, stream>>>(o_acc, (attn_bf16 *)o,
+                                                                             elems);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

@@ -7,8 +7,8 @@
  *  - q      its query chunks, each a [batch, len, heads, dim] bf16 tensor, back to back;
  *  - own    its own key/value block: the K chunks, then the V chunks, each [batch, len, kv_heads,
  *           dim]; it never changes, so a run can start again from it;
- *  - kv[2]  two buffers a block arrives in: at step s the block in hand is own (s = 0) or kv[s % 2],
- *           and the next one arrives in kv[(s + 1) % 2] while the compute reads the first;
+ *  - kv[2]  two buffers a block arrives in: at step s the block in hand is own (s = 0) or kv[s %
+ * 2], and the next one arrives in kv[(s + 1) % 2] while the compute reads the first;
  *  - o_acc, lse_acc  the running fp32 state of each query chunk (merge.cu);
  *  - o_part, lse_part  one pair's partial output, as the forward kernel writes it;
  *  - o, lse  the final output (bf16) and log-sum-exp of its chunks.
@@ -71,8 +71,8 @@ extern "C" cudaError_t l08_forward(const void *q, const void *k, const void *v, 
   ATTN_TRY(cudaGetDevice(&device));
 #if L08_HAVE_L05
   if (use_lesson05(device))
-    return l05_forward(L08_L05_VERSION, dim, q, k, v, o, lse, batch, heads, kv_heads, seq_q,
-                       seq_kv, causal, scale, stream);
+    return l05_forward(L08_L05_VERSION, dim, q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv,
+                       causal, scale, stream);
 #endif
   return l04_forward(L08_L04_VERSION, dim, q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv,
                      causal, scale, stream);
@@ -106,7 +106,8 @@ static const void *block_chunk(const l08_ring *r, const void *block, int origin,
                                int which) {
   const l08_shard *s = &r->rank[origin].shard;
   const size_t k_elems = (size_t)r->cfg.batch * s->tokens * kv_row(&r->cfg);
-  const size_t off = which * k_elems + (size_t)r->cfg.batch * tokens_before(s, chunk) * kv_row(&r->cfg);
+  const size_t off =
+      which * k_elems + (size_t)r->cfg.batch * tokens_before(s, chunk) * kv_row(&r->cfg);
   return (const char *)block + off * 2;
 }
 
@@ -220,8 +221,8 @@ extern "C" cudaError_t l08_ring_create(l08_ring **out, const l08_ring_config *cf
     return cudaErrorInvalidValue;
   }
   if (attn_check_shape(c->batch, c->heads, c->kv_heads, c->seq, c->seq) != cudaSuccess) {
-    L08_WHY("bad shape: heads %d, kv_heads %d (extents >= 1, kv_heads dividing heads)",
-            c->heads, c->kv_heads);
+    L08_WHY("bad shape: heads %d, kv_heads %d (extents >= 1, kv_heads dividing heads)", c->heads,
+            c->kv_heads);
     return cudaErrorInvalidValue;
   }
   int count = 0;
@@ -234,8 +235,9 @@ extern "C" cudaError_t l08_ring_create(l08_ring **out, const l08_ring_config *cf
   if (t == L08_TRANSPORT_AUTO)
     t = (L08_HAVE_NCCL && c->gpus > 1) ? L08_TRANSPORT_NCCL : L08_TRANSPORT_COPY;
   if (t == L08_TRANSPORT_NCCL && !L08_HAVE_NCCL) {
-    L08_WHY("this build has no NCCL (CMake did not find it: pip install nvidia-nccl-cu13, or "
-            "-DNCCL_ROOT=DIR)");
+    L08_WHY(
+        "this build has no NCCL (CMake did not find it: pip install nvidia-nccl-cu13, or "
+        "-DNCCL_ROOT=DIR)");
     return cudaErrorInvalidValue;
   }
   if (t == L08_TRANSPORT_NCCL && c->gpus == 1 && c->ranks > 1) {
@@ -399,8 +401,8 @@ cudaError_t l08_compute_step(l08_ring *r, int rank, int step) {
       if (kind < 0) return cudaErrorInvalidValue; /* the layouts never overlap partly */
       ATTN_TRY(l08_forward(qc, block_chunk(r, block, origin, b, 0),
                            block_chunk(r, block, origin, b, 1), k->o_part, k->lse_part, c->batch,
-                           c->heads, c->kv_heads, qn, kv->len[b], c->dim,
-                           kind == L08_PAIR_DIAG, c->scale, k->compute));
+                           c->heads, c->kv_heads, qn, kv->len[b], c->dim, kind == L08_PAIR_DIAG,
+                           c->scale, k->compute));
       ATTN_TRY(l08_state_merge(oc, lc, k->o_part, k->lse_part, c->batch, qn, c->heads, c->dim,
                                k->compute));
     }
@@ -419,7 +421,8 @@ cudaError_t l08_exchange(l08_ring *r, int step, int on_comm) {
     l08_rank *k = &r->rank[i];
     cudaStream_t s = on_comm ? k->comm : k->compute;
     ATTN_TRY(cudaSetDevice(k->device));
-    if (on_comm && step > 0) ATTN_TRY(cudaStreamWaitEvent(s, k->ev[step - 1][L08_EV_COMPUTE_END], 0));
+    if (on_comm && step > 0)
+      ATTN_TRY(cudaStreamWaitEvent(s, k->ev[step - 1][L08_EV_COMPUTE_END], 0));
     ATTN_TRY(cudaEventRecord(k->ev[step][L08_EV_EXCHANGE_START], s));
   }
   if (c->transport == L08_TRANSPORT_NCCL) {
@@ -517,7 +520,7 @@ extern "C" cudaError_t l08_ring_run(l08_ring *r, cudaStream_t after) {
   int prev = 0;
   ATTN_TRY(cudaGetDevice(&prev));
   r->ran_steps = 0;
-  const cudaError_t e = r->cfg.schedule == L08_SERIAL      ? l08_run_serial(r, after)
+  const cudaError_t e = r->cfg.schedule == L08_SERIAL ? l08_run_serial(r, after)
                         : r->cfg.layout == L08_ZIGZAG ? l08_run_zigzag(r, after)
                                                       : l08_run_overlap(r, after);
   r->ran_steps = e == cudaSuccess ? r->cfg.ranks : 0;
@@ -577,8 +580,8 @@ extern "C" cudaError_t l08_ring_time_exchange(l08_ring *r, int iters, float *ms)
       ATTN_TRY(cudaSetDevice(k->device));
       ATTN_TRY(cudaStreamSynchronize(k->comm));
       float t = 0.0f;
-      ATTN_TRY(cudaEventElapsedTime(&t, k->ev[0][L08_EV_EXCHANGE_START],
-                                    k->ev[0][L08_EV_EXCHANGE_END]));
+      ATTN_TRY(
+          cudaEventElapsedTime(&t, k->ev[0][L08_EV_EXCHANGE_START], k->ev[0][L08_EV_EXCHANGE_END]));
       worst = t > worst ? t : worst;
     }
     got[it] = worst;

@@ -2,8 +2,8 @@
  * @file ring_attention.h
  * @brief Lesson 08: ring attention. One sequence sharded over several GPUs (or several virtual
  *        ranks on one GPU); the key/value blocks travel around a ring while every rank computes its
- *        queries against the block in hand, and the partial (O, log-sum-exp) states merge exactly as
- *        lessons 02 and 06 merge them.
+ *        queries against the block in hand, and the partial (O, log-sum-exp) states merge exactly
+ * as lessons 02 and 06 merge them.
  *
  * The versions (the program's table, `./run --help`):
  *  1. one-gpu: the whole sequence on one GPU by the forward kernel the ring uses (lesson 05's
@@ -72,7 +72,8 @@ typedef enum l08_schedule {
 
 /** How a block moves from one rank to the next. */
 typedef enum l08_transport {
-  L08_TRANSPORT_AUTO = 0, /**< NCCL when it is built in and every rank has its own GPU, else copies */
+  L08_TRANSPORT_AUTO =
+      0, /**< NCCL when it is built in and every rank has its own GPU, else copies */
   L08_TRANSPORT_COPY = 1, /**< cudaMemcpyPeerAsync (a plain device-to-device copy on one GPU) */
   L08_TRANSPORT_NCCL = 2  /**< ncclSend / ncclRecv in a group, one communicator per rank */
 } l08_transport;
@@ -188,9 +189,8 @@ cudaError_t l08_state_init(float *o_acc, float *lse_acc, size_t rows, int dim, c
  * of lesson 06's l06_merge(). Layouts: O `[batch, len, heads, dim]` (partial bf16, running
  * fp32), log-sum-exp `[batch, heads, len]`.
  */
-cudaError_t l08_state_merge(float *o_acc, float *lse_acc, const void *o_part,
-                            const float *lse_part, int batch, int len, int heads, int dim,
-                            cudaStream_t stream);
+cudaError_t l08_state_merge(float *o_acc, float *lse_acc, const void *o_part, const float *lse_part,
+                            int batch, int len, int heads, int dim, cudaStream_t stream);
 
 /** The running state's O in bf16 (`[batch, len, heads, dim]`), the rank's final output. */
 cudaError_t l08_state_finish(const float *o_acc, void *o, size_t elems, cudaStream_t stream);

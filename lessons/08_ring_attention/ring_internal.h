@@ -29,14 +29,15 @@ extern "C" {
 /** The events of one step of one rank: the timeline's stamps, which the schedules also wait on. */
 enum {
   L08_EV_COMPUTE_START = 0,
-  L08_EV_COMPUTE_END,  /**< the step's compute is done: its block and its buffer are free */
+  L08_EV_COMPUTE_END, /**< the step's compute is done: its block and its buffer are free */
   L08_EV_EXCHANGE_START,
   L08_EV_EXCHANGE_END, /**< the next block has arrived */
   L08_EV_READY,        /**< copies only: this rank's stream has reached the exchange */
   L08_EV_COUNT
 };
 
-/** One rank: its device, its tokens, its buffers (ring.cu says what each holds), streams, events. */
+/** One rank: its device, its tokens, its buffers (ring.cu says what each holds), streams, events.
+ */
 typedef struct l08_rank {
   int device;
   l08_shard shard;

@@ -60,11 +60,11 @@ typedef struct shared_ref {
   int valid;
   attn_problem p;
   uint64_t seed;
-  float *q, *k, *v;         /* fp32, exact in bf16 */
-  uint16_t *qb, *kb, *vb;   /* the same in bf16 */
-  size_t *rows, n_rows;     /* reference rows (NULL until a checked run asks) */
-  double *ref_o, *ref_lse;  /* [n_rows, dim], [n_rows] */
-  uint16_t *one_o;          /* version 1's output on the whole problem (NULL until asked) */
+  float *q, *k, *v;        /* fp32, exact in bf16 */
+  uint16_t *qb, *kb, *vb;  /* the same in bf16 */
+  size_t *rows, n_rows;    /* reference rows (NULL until a checked run asks) */
+  double *ref_o, *ref_lse; /* [n_rows, dim], [n_rows] */
+  uint16_t *one_o;         /* version 1's output on the whole problem (NULL until asked) */
   float *one_lse;
 } shared_ref;
 
@@ -133,7 +133,8 @@ static int ref_get(const attn_problem *p, uint64_t seed, int check, int device) 
                     p->causal, attn_scale(p), 0);
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = cudaMemcpy(g_ref.one_o, o, nq * 2, cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess) e = cudaMemcpy(g_ref.one_lse, lse, attn_rows(p) * 4, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(g_ref.one_lse, lse, attn_rows(p) * 4, cudaMemcpyDeviceToHost);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(lse);
   cudaSetDevice(prev);
   if (e != cudaSuccess) {
@@ -222,7 +223,8 @@ static cudaError_t ring_setup(void **state, const attn_setup_ctx *ctx, const cha
                                .schedule = kind->schedule,
                                .transport = L08_TRANSPORT_AUTO};
   const int got = ref_get(p, ctx->options->seed, !ctx->options->no_check, device);
-  if (got < 0) return *skip = "not enough host memory for the inputs and the reference", cudaSuccess;
+  if (got < 0)
+    return *skip = "not enough host memory for the inputs and the reference", cudaSuccess;
   if (got > 0) return (cudaError_t)got;
   ring_state *s = calloc(1, sizeof *s);
   if (!s) return cudaErrorMemoryAllocation;
@@ -397,11 +399,14 @@ static int cpu_part(const attn_options *o) {
     l08_cpu_ring ctx = {.ranks = ranks, .layout = (l08_layout)l};
     attn_verdict vo, vl;
     const int rc = attn_cpu_check(&small, o->seed, l08_cpu_attention, &ctx, &vo, &vl);
-    printf("CPU model of the ring (%d ranks, %s, batch 2, heads %d/2, seq 61, dim %d%s): %s, "
-           "chunk pairs %ld whole, %ld diagonal, %ld skipped\n  ",
-           ranks, layout_name((l08_layout)l), small.heads, small.dim, small.causal ? ", causal" : "",
-           rc == 0 ? "PASS" : rc > 0 ? "FAIL" : "ERROR", ctx.pairs_full, ctx.pairs_diag,
-           ctx.pairs_skip);
+    printf(
+        "CPU model of the ring (%d ranks, %s, batch 2, heads %d/2, seq 61, dim %d%s): %s, "
+        "chunk pairs %ld whole, %ld diagonal, %ld skipped\n  ",
+        ranks, layout_name((l08_layout)l), small.heads, small.dim, small.causal ? ", causal" : "",
+        rc == 0  ? "PASS"
+        : rc > 0 ? "FAIL"
+                 : "ERROR",
+        ctx.pairs_full, ctx.pairs_diag, ctx.pairs_skip);
     if (rc >= 0) attn_verdict_print(&vo, stdout);
     printf("\n");
     bad |= rc != 0;
@@ -457,11 +462,23 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
           "one-gpu %.2e (rel_l2 / max_abs)\n",
           g->o_ref.rel_l2, g->o_ref.max_abs, g->o_one.rel_l2, g->o_one.max_abs, g->lse_ref.max_abs,
           g->lse_one.max_abs);
+    const l08_layout layout = ((const ring_kind *)r[i].version->user)->layout;
+    l08_balance b;
+    const int have_b = l08_balance_of(p->seq_q, g->ranks, layout, p->causal, &b) == 0;
+    const int virtual_ranks = g->gpus == 1 && g->ranks > 1;
     if (t1 > 0.0 && r[i].timed && r[i].timing.median_ms > 0.0) {
       const double sp = t1 / r[i].timing.median_ms;
       printf("  speed-up over one GPU: %.2fx (%.3f ms vs %.3f ms)", sp, r[i].timing.median_ms, t1);
       if (g->gpus > 1) printf(", %.0f%% of %d GPUs", 100.0 * sp / g->gpus, g->gpus);
       printf("\n");
+      /* Virtual ranks do all the ranks' work on one GPU; a GPU per rank would do the busiest
+       * rank's share of it, in about the same time per pair, with the transfers hidden. */
+      if (virtual_ranks && have_b)
+        printf(
+            "  a GPU per rank (not run here): %.2fx predicted = one-gpu time / (this time x "
+            "busiest "
+            "rank's share of the work, %.3f)\n",
+            t1 / (r[i].timing.median_ms * b.max_rank / b.total), b.max_rank / b.total);
     }
     if (g->timed_steps < 1) continue;
     /* Balance, measured from the timeline against the model. */
@@ -478,29 +495,30 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
       busiest = fmax(busiest, c);
       sum += c;
     }
-    l08_balance b;
-    const l08_layout layout = ((const ring_kind *)r[i].version->user)->layout;
-    if (l08_balance_of(p->seq_q, g->ranks, layout, p->causal, &b) == 0 && sum > 0.0)
+    if (have_b && sum > 0.0)
       printf(
-          "  balance: busiest rank computes %.3f ms of %.3f ms per rank on average (%.3f; model "
+          "  balance%s: busiest rank computes %.3f ms of %.3f ms per rank on average (%.3f; model "
           "%.3f); run %.3f ms, of which %.3f ms not covered by the busiest rank's compute\n",
+          virtual_ranks ? " (ranks share one GPU: their computes overlap and stretch)" : "",
           busiest, sum / g->ranks, busiest / (sum / g->ranks), b.imbalance, span, span - busiest);
     if (g->ranks > 1 && g->exchange_ms > 0.0f && t1 > 0.0) {
       const double link = g->block_bytes / (g->exchange_ms * 1e-3);
       const double rate = r[0].work.flops / (t1 * 1e-3);
-      const double lstar = l08_compute_bound_len(p->heads, p->kv_heads, layout == L08_ZIGZAG &&
-                                                                            p->causal,
-                                                 rate, link);
+      const double lstar = l08_compute_bound_len(p->heads, p->kv_heads,
+                                                 layout == L08_ZIGZAG && p->causal, rate, link);
       const double shard = (double)p->seq_q / g->ranks;
       printf(
-          "  link: a block of %.1f MB moves in %.3f ms alone (%.1f GB/s); the kernel runs at %.1f "
-          "TFLOP/s, so a step is compute-bound above %.0f tokens per shard: this shard (%.0f) is %s\n",
-          g->block_bytes / 1e6, g->exchange_ms, link / 1e9, rate / 1e12, lstar, shard,
+          "  %s: a block of %.1f MB moves in %.3f ms alone (%.1f GB/s); the kernel runs at %.1f "
+          "TFLOP/s, so a step is compute-bound above %.0f tokens per shard: this shard (%.0f) is "
+          "%s\n",
+          virtual_ranks ? "copy on one GPU" : "link", g->block_bytes / 1e6, g->exchange_ms,
+          link / 1e9, rate / 1e12, lstar, shard,
           shard > lstar ? "compute-bound" : "transfer-bound");
     }
     if (span > 0.0f) {
-      printf("  timeline of the last run (%.3f ms across; digits: the step computing, ~: transfer)\n",
-             span);
+      printf(
+          "  timeline of the last run (%.3f ms across; digits: the step computing, ~: transfer)\n",
+          span);
       for (int k = 0; k < g->ranks; ++k) {
         lane(g, k, 1, span);
         if (g->ranks > 1) lane(g, k, 0, span);
