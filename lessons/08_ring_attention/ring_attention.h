@@ -80,15 +80,19 @@ typedef enum l08_transport {
 
 /** A ring to build. */
 typedef struct l08_ring_config {
-  int batch, heads, kv_heads, seq, dim; /**< the problem (seq: the whole sequence) */
-  int causal;                           /**< 1: query i sees keys 0..i */
-  float scale;                          /**< softmax scale; 0 means 1/sqrt(dim) */
-  int ranks;                            /**< p, 1..L08_MAX_RANKS */
-  int gpus;              /**< 1: every rank on device @p first_device (virtual ranks); p: rank r on
-                              device first_device + r */
-  int first_device;      /**< the CUDA device of rank 0 */
-  l08_layout layout;     /**< contiguous or zig-zag */
-  l08_schedule schedule; /**< serial or overlap */
+  int batch;    /**< sequences */
+  int heads;    /**< query heads */
+  int kv_heads; /**< key/value heads, dividing heads */
+  int seq;      /**< tokens of the whole sequence (queries and keys) */
+  int dim;      /**< head dimension, 64 or 128 */
+  int causal;   /**< 1: query i sees keys 0..i */
+  float scale;  /**< softmax scale; 0 means 1/sqrt(dim) */
+  int ranks;    /**< p, 1..L08_MAX_RANKS */
+  int gpus;     /**< 1: every rank on device first_device (virtual ranks); p: rank r on device
+                     first_device + r */
+  int first_device;        /**< the CUDA device of rank 0 */
+  l08_layout layout;       /**< contiguous or zig-zag */
+  l08_schedule schedule;   /**< serial or overlap */
   l08_transport transport; /**< how blocks move */
 } l08_ring_config;
 
@@ -96,8 +100,10 @@ typedef struct l08_ring_config {
  * of the last l08_ring_run()). -1 where nothing ran (no compute for a skipped block, no exchange
  * after the last step). */
 typedef struct l08_step_times {
-  float compute_start, compute_end;   /**< the step's kernels and merges */
-  float exchange_start, exchange_end; /**< its send and receive */
+  float compute_start;  /**< the step's kernels and merges begin */
+  float compute_end;    /**< and end */
+  float exchange_start; /**< its send and receive begin */
+  float exchange_end;   /**< and end */
 } l08_step_times;
 
 /** The ring itself (buffers on every rank's device, streams, events, communicators). */
@@ -123,6 +129,7 @@ const l08_ring_config *l08_ring_get_config(const l08_ring *r);
 
 /**
  * Copy the whole sequence's bf16 inputs from the host into the ranks' chunks.
+ * @param r the ring
  * @param q `[batch, seq, heads, dim]` bf16 bits
  * @param k,v `[batch, seq, kv_heads, dim]` bf16 bits
  */
@@ -140,6 +147,7 @@ cudaError_t l08_ring_run(l08_ring *r, cudaStream_t after);
 
 /**
  * Copy the ranks' outputs back into the whole sequence's layout on the host (waits for the ring).
+ * @param r   the ring
  * @param o   `[batch, seq, heads, dim]` bf16 bits
  * @param lse `[batch, heads, seq]` fp32; may be NULL
  */

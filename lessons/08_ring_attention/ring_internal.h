@@ -11,6 +11,7 @@
 #include "ring_attention.h"
 
 #ifndef L08_HAVE_NCCL
+/** 1 when CMake found NCCL and compiled the ring against it (it then defines this), else 0. */
 #define L08_HAVE_NCCL 0
 #endif
 #if L08_HAVE_NCCL
@@ -39,28 +40,33 @@ enum {
 /** One rank: its device, its tokens, its buffers (ring.cu says what each holds), streams, events.
  */
 typedef struct l08_rank {
-  int device;
-  l08_shard shard;
-  cudaStream_t compute, comm;
-  void *q, *own, *kv[2];
-  float *o_acc, *lse_acc;
-  void *o_part;
-  float *lse_part;
-  void *o;
-  float *lse;
-  cudaEvent_t ev[L08_MAX_RANKS][L08_EV_COUNT];
-  cudaEvent_t t0, done;
+  int device;           /**< its CUDA device */
+  l08_shard shard;      /**< the tokens it holds */
+  cudaStream_t compute; /**< the kernels and merges of its steps */
+  cudaStream_t comm;    /**< its sends and receives (versions 3-4) */
+  void *q;              /**< its query chunks, bf16, back to back */
+  void *own;            /**< its own key/value block (K chunks, then V chunks) */
+  void *kv[2];          /**< the two buffers the other ranks' blocks arrive in, in turn */
+  float *o_acc;         /**< the running O of its chunks, fp32 */
+  float *lse_acc;       /**< the running log-sum-exp of its chunks */
+  void *o_part;         /**< one pair's O as the forward kernel writes it, bf16 */
+  float *lse_part;      /**< that pair's log-sum-exp */
+  void *o;              /**< its final output, bf16 */
+  float *lse;           /**< its final log-sum-exp */
+  cudaEvent_t ev[L08_MAX_RANKS][L08_EV_COUNT]; /**< per step: the L08_EV_* stamps */
+  cudaEvent_t t0;   /**< the start of its part of a run (the timeline's zero) */
+  cudaEvent_t done; /**< its part of a run is finished */
 #if L08_HAVE_NCCL
-  ncclComm_t nccl;
+  ncclComm_t nccl; /**< its NCCL communicator */
 #endif
 } l08_rank;
 
 /** The ring. */
 struct l08_ring {
-  l08_ring_config cfg;
-  l08_rank rank[L08_MAX_RANKS];
-  cudaEvent_t start; /**< on rank 0's device: the caller's stream reached the run */
-  int ran_steps;     /**< steps whose events the last run recorded (0: none) */
+  l08_ring_config cfg;          /**< as built (transport resolved) */
+  l08_rank rank[L08_MAX_RANKS]; /**< its ranks */
+  cudaEvent_t start;            /**< on rank 0's device: the caller's stream reached the run */
+  int ran_steps;                /**< steps whose events the last run recorded (0: none) */
 };
 
 /** Rank @p rank's compute at step @p step, on its compute stream: every pair of its query chunks
@@ -79,9 +85,14 @@ cudaError_t l08_run_begin(l08_ring *r, cudaStream_t after);
 /** The end of a run: every rank's output in bf16, and @p after waits for every rank. */
 cudaError_t l08_run_end(l08_ring *r, cudaStream_t after);
 
-/** The schedules: one per version (v2_ring_serial.cu, v3_ring_overlap.cu, v4_ring_zigzag.cu). */
+/** Version 2's schedule (v2_ring_serial.cu): each step computes, then exchanges, on one stream.
+ *  @p after as in l08_ring_run(). */
 cudaError_t l08_run_serial(l08_ring *r, cudaStream_t after);
+/** Version 3's schedule (v3_ring_overlap.cu): the exchange on the comm stream under the compute.
+ *  @p after as in l08_ring_run(). */
 cudaError_t l08_run_overlap(l08_ring *r, cudaStream_t after);
+/** Version 4's schedule (v4_ring_zigzag.cu): version 3's, on zig-zag shards. @p after as in
+ *  l08_ring_run(). */
 cudaError_t l08_run_zigzag(l08_ring *r, cudaStream_t after);
 
 #ifdef __cplusplus
