@@ -80,18 +80,18 @@ typedef enum l08_transport {
 
 /** A ring to build. */
 typedef struct l08_ring_config {
-  int batch;    /**< sequences */
-  int heads;    /**< query heads */
-  int kv_heads; /**< key/value heads, dividing heads */
-  int seq;      /**< tokens of the whole sequence (queries and keys) */
-  int dim;      /**< head dimension, 64 or 128 */
-  int causal;   /**< 1: query i sees keys 0..i */
-  float scale;  /**< softmax scale; 0 means 1/sqrt(dim) */
-  int ranks;    /**< p, 1..L08_MAX_RANKS */
-  int gpus;     /**< 1: every rank on device first_device (virtual ranks); p: rank r on device
-                     first_device + r */
-  int first_device;        /**< the CUDA device of rank 0 */
-  l08_layout layout;       /**< contiguous or zig-zag */
+  int batch;         /**< sequences */
+  int heads;         /**< query heads */
+  int kv_heads;      /**< key/value heads, dividing heads */
+  int seq;           /**< tokens of the whole sequence (queries and keys) */
+  int dim;           /**< head dimension, 64 or 128 */
+  int causal;        /**< 1: query i sees keys 0..i */
+  float scale;       /**< softmax scale; 0 means 1/sqrt(dim) */
+  int ranks;         /**< p, 1..L08_MAX_RANKS */
+  int gpus;          /**< 1: every rank on device first_device (virtual ranks); p: rank r on device
+                          first_device + r */
+  int first_device;  /**< the CUDA device of rank 0 */
+  l08_layout layout; /**< contiguous or zig-zag */
   l08_schedule schedule;   /**< serial or overlap */
   l08_transport transport; /**< how blocks move */
 } l08_ring_config;
