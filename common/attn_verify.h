@@ -78,6 +78,11 @@ void attn_verdict_add(attn_verdict *v, double got, double ref);
  *  non-finite element, and both errors within tolerance. */
 void attn_verdict_finish(attn_verdict *v);
 
+/** How close a finished verdict is to failing: the larger of max_abs / tol_max_abs and
+ *  rel_l2 / tol_rel_l2 (above 1 fails), or infinity when it failed. A version judged by several
+ *  verdicts (lessons 08 and 09) reports the one with the largest margin. */
+double attn_verdict_margin(const attn_verdict *v);
+
 /** One line: `max_abs 1.2e-06  rel_l2 3.4e-07  (tol 1e-04 / 1e-05)  unwritten 0  nonfinite 0`. */
 void attn_verdict_print(const attn_verdict *v, FILE *f);
 

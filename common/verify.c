@@ -74,6 +74,11 @@ void attn_verdict_finish(attn_verdict *v) {
             v->max_abs <= v->tol_max_abs && v->rel_l2 <= v->tol_rel_l2;
 }
 
+double attn_verdict_margin(const attn_verdict *v) {
+  if (!v->pass) return INFINITY;
+  return fmax(v->max_abs / v->tol_max_abs, v->rel_l2 / v->tol_rel_l2);
+}
+
 void attn_verdict_print(const attn_verdict *v, FILE *f) {
   fprintf(
       f, "max_abs %.2e  rel_l2 %.2e  (tol %.0e / %.0e)  compared %zu  unwritten %zu  nonfinite %zu",

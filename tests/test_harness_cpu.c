@@ -578,10 +578,29 @@ START_TEST(progress_line_only_when_long_and_enabled) {
 }
 END_TEST
 
+/* The margin of a verdict: the larger error over its tolerance; infinity once it fails. */
+START_TEST(verdict_margin) {
+  attn_verdict v;
+  attn_verdict_init(&v, ATTN_BF16);
+  v.tol_max_abs = 1e-2;
+  v.tol_rel_l2 = 1e-2;
+  attn_verdict_add(&v, 1.004, 1.0);
+  attn_verdict_add(&v, 2.0, 2.0);
+  attn_verdict_finish(&v);
+  ck_assert(v.pass);
+  ck_assert_double_eq_tol(attn_verdict_margin(&v), 0.4, 1e-6);
+  attn_verdict_add(&v, 3.05, 3.0);
+  attn_verdict_finish(&v);
+  ck_assert(!v.pass);
+  ck_assert(isinf(attn_verdict_margin(&v)));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("harness_cpu");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, verdict_margin);
   tcase_add_test(tc, rng_matches_pcg32_reference_stream);
   tcase_add_test(tc, rng_is_deterministic_and_streams_differ);
   tcase_add_test(tc, rng_ranges);

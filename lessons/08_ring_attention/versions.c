@@ -257,12 +257,6 @@ static cudaError_t ring_launch(void *state, cudaStream_t stream) {
   return l08_ring_run(((ring_state *)state)->ring, stream);
 }
 
-/* How far a verdict is from failing: its larger error over its tolerance (> 1 fails). */
-static double badness(const attn_verdict *v) {
-  if (!v->pass) return INFINITY;
-  return fmax(v->max_abs / v->tol_max_abs, v->rel_l2 / v->tol_rel_l2);
-}
-
 static cudaError_t ring_check(void *state, attn_verdict *out) {
   ring_state *s = state;
   const attn_problem *p = &s->p;
@@ -296,9 +290,9 @@ static cudaError_t ring_check(void *state, attn_verdict *out) {
   rec->checked = 1;
   /* The harness's verdict is the one closest to failing; the report prints all four. */
   const attn_verdict *worst = &rec->o_ref;
-  if (badness(&rec->lse_ref) > badness(worst)) worst = &rec->lse_ref;
-  if (badness(&rec->o_one) > badness(worst)) worst = &rec->o_one;
-  if (badness(&rec->lse_one) > badness(worst)) worst = &rec->lse_one;
+  if (attn_verdict_margin(&rec->lse_ref) > attn_verdict_margin(worst)) worst = &rec->lse_ref;
+  if (attn_verdict_margin(&rec->o_one) > attn_verdict_margin(worst)) worst = &rec->o_one;
+  if (attn_verdict_margin(&rec->lse_one) > attn_verdict_margin(worst)) worst = &rec->lse_one;
   *out = *worst;
   return cudaSuccess;
 }

@@ -325,12 +325,6 @@ static void judge(attn_verdict *v, const uint16_t *got, size_t n, const size_t *
   attn_verdict_finish(v);
 }
 
-/* How far a verdict is from failing: its larger error over its tolerance (> 1 fails). */
-static double badness(const attn_verdict *v) {
-  if (!v->pass) return INFINITY;
-  return fmax(v->max_abs / v->tol_max_abs, v->rel_l2 / v->tol_rel_l2);
-}
-
 static cudaError_t bw_check(void *state, attn_verdict *out) {
   bw_state *s = state;
   const attn_problem *p = &s->p;
@@ -351,8 +345,8 @@ static cudaError_t bw_check(void *state, attn_verdict *out) {
   r->checked = 1;
   /* The harness's verdict is the gradient closest to failing; the report prints all three. */
   const attn_verdict *worst = &r->dq;
-  if (badness(&r->dk) > badness(worst)) worst = &r->dk;
-  if (badness(&r->dv) > badness(worst)) worst = &r->dv;
+  if (attn_verdict_margin(&r->dk) > attn_verdict_margin(worst)) worst = &r->dk;
+  if (attn_verdict_margin(&r->dv) > attn_verdict_margin(worst)) worst = &r->dv;
   *out = *worst;
   out->unwritten = r->dq.unwritten + r->dk.unwritten + r->dv.unwritten;
   out->nonfinite = r->dq.nonfinite + r->dk.nonfinite + r->dv.nonfinite;
