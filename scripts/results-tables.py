@@ -2042,8 +2042,90 @@ def r_l06_peers(a, ctx):
     return "\n".join(out)
 
 
+# The read floor lesson 06's report prints after its table (versions.c, read_floor.cu): a plain
+# read of the run's K + V bytes, timed as the versions are; or why it was not measured.
+L06_FLOOR_LINE = re.compile(
+    r"^read floor: a plain read of the same ([\d.]+) MB of K \+ V \(16-byte loads, (\d+) blocks "
+    r"of (\d+) threads\): ([\d.]+) us, (\d+) GB/s \(([\d.]+)% of HBM\); the fastest version "
+    r"here, (\d+) (\S+), takes ([\d.]+) us, ([\d.]+)% of the floor's rate\s*$")
+L06_FLOOR_SKIP = re.compile(r"^read floor: not measured: (.*?)\s*$")
+L06_PROBLEM_LINE = re.compile(r"^problem\s+batch (\d+)\s+heads (\d+)/(\d+)\s+seq (\d+)/(\d+)\s+"
+                              r"dim (\d+)\s+(full|causal)\b(.*)$")
+# The sizes the targets speak of: (label, MB of K + V, shape), all batch 1 and 8 KV heads.
+L06_FLOOR_SIZES = [("kv 8k", 34, att(1, 32, 1, 128, kvh=8, skv=8192)),
+                   ("32k", 134, L06_DEFAULT),
+                   ("128k", 537, att(1, 32, 1, 128, kvh=8, skv=131072))]
+
+
+def l06_read_floor(a, shape):
+    """The read floor of the first lesson-6 run of @p shape in gpu-suite.log (a section `lesson-6
+    ARGS`, told apart by its `problem` line; runs with --kv-lens never match): a dict with us, gbs,
+    pct_hbm, or a string saying why there is none."""
+    if not a.log:
+        return "no `gpu-suite.log` in this archive"
+    for title, body in a.log["sections"]:
+        if (title.split() or [""])[0] != "lesson-6":
+            continue
+        prob = next((m for m in map(L06_PROBLEM_LINE.match, body) if m), None)
+        if not prob or "kv lens" in prob.group(8):
+            continue
+        g = [int(x) for x in prob.groups()[:6]]
+        if dict(batch=g[0], heads=g[1], kv_heads=g[2], seq_q=g[3], seq_kv=g[4], dim=g[5],
+                causal=int(prob.group(7) == "causal")) != shape:
+            continue
+        for line in body:
+            m = L06_FLOOR_LINE.match(line)
+            if m:
+                return {"mb": float(m.group(1)), "blocks": int(m.group(2)),
+                        "threads": int(m.group(3)), "us": float(m.group(4)),
+                        "gbs": float(m.group(5)), "pct_hbm": float(m.group(6))}
+            m = L06_FLOOR_SKIP.match(line)
+            if m:
+                return f"not measured: {m.group(1)}"
+        return "the run's `lesson-6` block in `gpu-suite.log` predates that line"
+    return "no run of this shape in `gpu-suite.log`"
+
+
+def l06_floor_sentence(a):
+    """What one launch can reach at batch 1 and kv 8k, 32k, 128k: the read floor of each size,
+    version 5 against it, and whether 90% of HBM is within reach."""
+    got, lack = [], []
+    for label, mb, shape in L06_FLOOR_SIZES:
+        fl = l06_read_floor(a, shape)
+        if isinstance(fl, dict):
+            got.append((label, mb, fl, a.one(6, 5, **shape)))
+        else:
+            lack.append((label, fl))
+    what = ("The read floor, a plain read of the same K + V bytes timed as the versions are (the "
+            "`read floor` line after the table, in `gpu-suite.log`)")
+    why = (lack[0][1] if len({w for _, w in lack}) == 1 else
+           "; ".join(f"{label}: {w}" for label, w in lack))
+    if not got:
+        return f"{what}: no read floor in this run ({why})."
+    sizes = "; ".join(f"{fl['us']:.1f} us, {fl['gbs'] / 1000:.2f} TB/s ({fl['pct_hbm']:.0f}% of "
+                      f"HBM) for the {mb} MB of {label}" for label, mb, fl, _ in got)
+    if lack:
+        sizes += "; none at " + " and ".join(label for label, _ in lack) + f" ({why})"
+    out = f"{what}: {sizes}."
+    v5 = [(label, 100.0 * fl["us"] / us(r)) for label, _, fl, r in got if us(r)]
+    if v5:
+        out += (" Version 5 runs at " + ", ".join(f"{x:.0f}%" for _, x in v5) +
+                " of the floor's rate (" + ", ".join(label for label, _ in v5) + ").")
+    out_of = [(label, fl) for label, _, fl, _ in got if fl["pct_hbm"] < 90.0]
+    within = [(label, fl) for label, _, fl, _ in got if fl["pct_hbm"] >= 90.0]
+    parts = []
+    if out_of:
+        parts.append("beyond any single launch of that size at " +
+                     " and ".join(label for label, _ in out_of) + " (the plain read itself reaches " +
+                     " and ".join(f"{fl['pct_hbm']:.0f}%" for _, fl in out_of) + ")")
+    if within:
+        parts.append("within reach at " + " and ".join(label for label, _ in within) + " (" +
+                     " and ".join(f"{fl['pct_hbm']:.0f}%" for _, fl in within) + ")")
+    return out + " 90% of HBM is " + ", and ".join(parts) + "."
+
+
 def r_l06_targets(a, ctx):
-    src = source(a, ["lessons.csv"])
+    src = source(a, ["lessons.csv", "gpu-suite.log"])
     if l06_missing(a):
         return src + "\n\nThe targets: " + NO_RUN + "."
     sh = dict(L06_SHAPES)
@@ -2063,7 +2145,7 @@ def r_l06_targets(a, ctx):
         f"is a fixed cost of about {zero:.0f} us per call that does not scale with the keys: "
         f"version 4 takes {t8:.1f} us for 34 MB (kv 8192), {t32:.1f} us for 134 MB and {t128:.1f} "
         f"us for 537 MB (kv 131072); a line through the last two meets zero bytes at {zero:.1f} us "
-        f"and passes within {miss:.1f} us of the first.")])
+        f"and passes within {miss:.1f} us of the first."), "", l06_floor_sentence(a)])
 
 
 # ---- Top README --------------------------------------------------------------------------------

@@ -270,6 +270,34 @@ cudaError_t l06_forward(int version, int dim, const void *q, const void *k, cons
 /** Short name of version @p version (1-based), or NULL when there is none. */
 const char *l06_version_name(int version);
 
+/** Threads per block of the read floor's kernel (l06_read_floor()). */
+#define L06_FLOOR_THREADS 512
+/** Blocks per SM of the read floor's grid: 8 x 132 = 1056 blocks on an H200, the best grid
+ * measured there. That is twice the 4 blocks of 512 threads an SM of sm_80 or sm_90 holds at
+ * once: the second round's blocks start as the first round's finish. */
+#define L06_FLOOR_BLOCKS_PER_SM 8
+
+/**
+ * The read floor: a plain read of @p bytes, timed as the versions are, for what one launch of
+ * that many bytes can reach. Allocates two buffers of @p bytes / 2 each (rounded up to whole
+ * 16-byte vectors), zeroes them, reads them untimed for 200 ms (reads run slower for a while after
+ * a large cudaFree, such as the harness's inputs just before the report: read_floor.cu), then
+ * times with attn_time() (the L2 flushed before every run) a kernel that reads both with 16-byte
+ * streaming loads (`__ldcs`): L06_FLOOR_THREADS threads and L06_FLOOR_BLOCKS_PER_SM x SM count
+ * blocks, each block a contiguous slice of both buffers, 4 loads of each issued per step before
+ * any is used. Frees the buffers. Lesson 06's report passes the K + V bytes of the shape, as the
+ * lesson's byte model counts them.
+ * @param bytes  bytes to read, both buffers together
+ * @param warmup untimed runs first (the harness's --warmup, attn_options::warmup)
+ * @param iters  timed runs, the median reported (--iters, attn_options::iters)
+ * @param out    out: median, fastest and slowest run, in ms
+ * @param skip   out: NULL when timed, else why not (a static string: no device, nothing to read,
+ *               not enough device memory); @p out is then not written
+ * @return cudaSuccess (also when skipped), or the first CUDA error (reported on stderr)
+ */
+cudaError_t l06_read_floor(size_t bytes, int warmup, int iters, attn_timing *out,
+                           const char **skip);
+
 /**
  * Version 2 on the CPU, in fp32: per row, the keys cut into chunks of l06_chunk_len(seq_kv,
  * @p num_splits), each chunk's partial state (normalised O, log-sum-exp; (-inf, 0) for a chunk

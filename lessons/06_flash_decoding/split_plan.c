@@ -43,6 +43,9 @@ int l06_varlen_chunk(int slots, int units, const int *lens, int batch, int seq_k
   if (slots < 1 || units < 1 || batch < 1) return (int)(one * L06_CHUNK_ALIGN);
   if ((long long)units * batch > slots) { /* more sequences than a wave: balance the blocks */
     long long c = (total * units + slots - 1) / slots;
+    /* A sequence longer than a slot's share is cut finer, into quarters of the share: blocks end
+     * at most a quarter share apart, so the last wave's tail is short. */
+    if (longest > c) c /= L06_VARLEN_CUTS;
     if (c < L06_MIN_CHUNK) c = L06_MIN_CHUNK;
     c = (c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN;
     return (int)((c < one ? c : one) * L06_CHUNK_ALIGN);

@@ -25,6 +25,9 @@ extern "C" {
 #define L06_MIN_CHUNK 256
 /** A chunk's length is a multiple of this many keys (every warp step of both head dimensions). */
 #define L06_CHUNK_ALIGN 64
+/** Version 6, more sequences than one wave: a sequence longer than a block's average share of
+ * the keys is cut into chunks of share / L06_VARLEN_CUTS (l06_varlen_chunk()). */
+#define L06_VARLEN_CUTS 4
 /** The most chunks per row: bounds the workspace and the combine's loop. */
 #define L06_MAX_SPLITS 128
 /**
@@ -89,7 +92,9 @@ int l06_varlen_chunks(int chunk, const int *lens, int batch, int seq_kv);
  * - When one wave can hold a chunk of every sequence (@p units x batch <= @p slots): the shortest
  *   chunk, at least L06_MIN_CHUNK, with @p units x l06_varlen_chunks() <= @p slots.
  * - Otherwise (more sequences than one wave holds): the blocks' average share of the keys,
- *   total x units / slots, at least L06_MIN_CHUNK, so that no block is much longer than the rest.
+ *   total x units / slots, so that no block is much longer than the rest; a quarter of it
+ *   (L06_VARLEN_CUTS) when the longest sequence is longer than the share, so that the blocks of
+ *   the long sequence end at most a quarter share apart; at least L06_MIN_CHUNK.
  * Never longer than the longest sequence rounded up (one chunk each), which is also the answer
  * for arguments below 1.
  * @param slots  blocks the GPU runs at once (SMs x the kernel's blocks per SM)

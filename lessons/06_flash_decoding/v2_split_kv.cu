@@ -100,31 +100,49 @@ static __global__ void __launch_bounds__(L06_THREADS)
 }
 
 /** The combine: one block of HEAD_DIM threads per O row; thread d merges column d of the row's
- * num_splits partial states (every thread computes the same weights from the log-sum-exps). */
+ * num_splits partial states. The log-sum-exps are read once, all at the same time, into shared
+ * memory; warp 0 turns them into weights; then every thread sums its column, 8 chunks' loads in
+ * flight. */
 static __global__ void __launch_bounds__(HEAD_DIM)
     FD_COMBINE_KERNEL(const float *__restrict__ part_o,    // [num_splits, rows, HEAD_DIM]
                       const float *__restrict__ part_lse,  // [num_splits, rows]
                       attn_bf16 *__restrict__ o,           // [batch, seq_q, heads, HEAD_DIM]
                       float *__restrict__ lse,             // [batch, heads, seq_q]
                       int heads, int seq_q, int num_splits) {
+  __shared__ float s_w[L06_MAX_SPLITS]; /* the chunks' log-sum-exps, then their weights */
+  __shared__ float s_mx, s_sum;
   const size_t r = blockIdx.x, rows = gridDim.x;
   const int d = threadIdx.x;
-  float mx = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) mx = fmaxf(mx, part_lse[(size_t)s * rows + r]);
-  float sum = 0.f, acc = 0.f;
-  if (mx != -INFINITY) { /* else no chunk saw a key: O = 0, lse = -inf */
-    for (int s = 0; s < num_splits; ++s) {
-      const float w = expf(part_lse[(size_t)s * rows + r] - mx); /* 0 for an empty chunk */
+  for (int s = d; s < num_splits; s += HEAD_DIM) s_w[s] = part_lse[(size_t)s * rows + r];
+  __syncthreads();
+  if (d < 32) { /* warp 0: the largest, the weights e^(lse_s - max) (0 for an empty chunk), sum */
+    float mx = -INFINITY;
+    for (int s = d; s < num_splits; s += 32) mx = fmaxf(mx, s_w[s]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    const float mu = mx == -INFINITY ? 0.f : mx; /* no chunk saw a key: every weight is 0 */
+    float sum = 0.f;
+    for (int s = d; s < num_splits; s += 32) {
+      const float w = expf(s_w[s] - mu);
+      s_w[s] = w;
       sum += w;
-      acc += w * part_o[((size_t)s * rows + r) * HEAD_DIM + d];
     }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (d == 0) s_mx = mx, s_sum = sum;
   }
+  __syncthreads();
+  float acc = 0.f;
+#pragma unroll 8
+  for (int s = 0; s < num_splits; ++s)
+    acc += s_w[s] * part_o[((size_t)s * rows + r) * HEAD_DIM + d];
+  const float sum = s_sum;
   o[r * HEAD_DIM + d] = __float2bfloat16(sum > 0.f ? acc / sum : 0.f);
   if (d == 0) {
     const int h = (int)(r % heads);
     const int i = (int)((r / heads) % seq_q);
     const int b = (int)(r / ((size_t)heads * seq_q));
-    lse[((size_t)b * heads + h) * seq_q + i] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+    lse[((size_t)b * heads + h) * seq_q + i] = sum > 0.f ? s_mx + logf(sum) : -INFINITY;
   }
 }
 

@@ -58,6 +58,7 @@
 #define FD_KS (HEAD_DIM / 16)               /**< k-steps of S = Q K^T */
 #define FD_DT (HEAD_DIM / 8)                /**< n8 tiles of O */
 #define FD_CHUNKS (HEAD_DIM / 8)            /**< 16-byte chunks per key row */
+#define FD_C4 (HEAD_DIM / 4)                /**< float4 columns of an fp32 state row */
 #define FD_ROWB (HEAD_DIM * 2)              /**< bytes per key row */
 #define FD_TILE_BYTES (FD_TK * FD_ROWB)     /**< one K or V tile: 4 KiB at dim 128 */
 #define FD_STAGES (HEAD_DIM == 64 ? 12 : 6) /**< tiles in flight per warp: 48 KiB of K + V */
@@ -115,6 +116,28 @@ static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, i
   if (!causal) return seq_kv;
   const int n = i + seq_kv - seq_q + 1;
   return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
+}
+
+/** Float index of column @p c of row @p rr in a warp's fp32 16 x dim state: row-major, the groups
+ * of 8 columns XOR-swizzled by the row, so that the float2 stores of a half-warp (rows g, columns
+ * dt * 8 + 2 t4) and the float4 loads of 8 threads along a row each fall in distinct banks. */
+static __device__ __forceinline__ int fd_sidx(int rr, int c) {
+  return rr * HEAD_DIM + (c ^ ((rr & 3) << 3));
+}
+
+/** The O row of tile row @p rr: group row gr = rt * 16 + rr is token gr / G of query head
+ * kvh * G + gr % G. */
+static __device__ __forceinline__ size_t fd_orow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G;
+}
+
+/** The log-sum-exp of tile row @p rr: [batch, heads, seq_q]. */
+static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
 }
 
 /** One block per (batch, KV head, row tile) along x and chunk along y. The tile's rows are group
@@ -271,7 +294,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
   asm volatile("cp.async.wait_all;\n" ::); /* no copy may land on the state written below */
   __syncwarp();
 
-  /* The warp's state into its own slice: l summed over the quad, O unnormalised, row-major. */
+  /* The warp's state into its own slice: l summed over the quad, O unnormalised, swizzled. */
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float l = row_l[hf];
@@ -281,50 +304,42 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     if (t4 == 0) part_m[warp][rr] = row_m[hf], part_l[warp][rr] = l;
 #pragma unroll
     for (int dt = 0; dt < FD_DT; ++dt)
-      *(float2 *)&wstate[rr * HEAD_DIM + dt * 8 + t4 * 2] =
+      *(float2 *)&wstate[fd_sidx(rr, dt * 8 + t4 * 2)] =
           make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
   }
   __syncthreads();
 
-  /* The warps' states merged: 8 threads per row, HEAD_DIM / 8 columns each. */
-  const int rr = threadIdx.x >> 3, c0d = (threadIdx.x & 7) * (HEAD_DIM / 8);
-  const int gr = rt * 16 + rr;
-  if (gr >= R) return;
-  float mm = -INFINITY;
+  /* The warps' states merged: a float4 of a live row per thread and step, the tile's n_live rows
+   * x FD_C4 columns spread over the whole block (4 live rows keep every warp busy). */
+  const int n_live = min(16, R - rt * 16);
+  for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
+    const int rr = e / FD_C4, c4 = e % FD_C4;
+    float mm = -INFINITY;
 #pragma unroll
-  for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
-  const float mu = mm == -INFINITY ? 0.f : mm;
-  float wt[FD_WARPS], ll = 0.f;
-#pragma unroll
-  for (int w = 0; w < FD_WARPS; ++w)
-    wt[w] = fast_exp2(part_m[w][rr] - mu), ll += wt[w] * part_l[w][rr];
-  const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
-  const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
-  const int i = gr / G, h = kvh * G + gr % G;
-  const size_t r = ((size_t)b * seq_q + i) * heads + h; /* the O row */
-  float out[HEAD_DIM / 8];
-#pragma unroll
-  for (int c = 0; c < HEAD_DIM / 8; ++c) {
-    float x = 0.f;
+    for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
+    const float mu = mm == -INFINITY ? 0.f : mm;
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+    float ll = 0.f;
 #pragma unroll
     for (int w = 0; w < FD_WARPS; ++w) {
+      const float wt = fast_exp2(part_m[w][rr] - mu);
       const float *ws = (const float *)(smem + FD_TILE_BYTES + w * FD_WARP_BYTES);
-      x += wt[w] * ws[rr * HEAD_DIM + c0d + c];
+      const float4 y = *(const float4 *)&ws[fd_sidx(rr, c4 * 4)];
+      ll += wt * part_l[w][rr];
+      x.x += wt * y.x, x.y += wt * y.y, x.z += wt * y.z, x.w += wt * y.w;
     }
-    out[c] = x * inv;
-  }
-  if (splits == 1) {
-    attn_bf16 *orow = o + r * HEAD_DIM + c0d;
-#pragma unroll
-    for (int c = 0; c < HEAD_DIM / 8; c += 2)
-      *(uint32_t *)(orow + c) = pack_bf16x2(out[c], out[c + 1]);
-    if ((threadIdx.x & 7) == 0) lse[((size_t)b * heads + h) * seq_q + i] = lse_r;
-  } else {
-    float *prow = part_o + ((size_t)s * rows + r) * HEAD_DIM + c0d;
-#pragma unroll
-    for (int c = 0; c < HEAD_DIM / 8; c += 4)
-      *(float4 *)(prow + c) = make_float4(out[c], out[c + 1], out[c + 2], out[c + 3]);
-    if ((threadIdx.x & 7) == 0) part_lse[(size_t)s * rows + r] = lse_r;
+    const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
+    const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
+    x.x *= inv, x.y *= inv, x.z *= inv, x.w *= inv;
+    const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads);
+    if (splits == 1) {
+      *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
+          make_uint2(pack_bf16x2(x.x, x.y), pack_bf16x2(x.z, x.w));
+      if (c4 == 0) lse[fd_lrow(b, rt, rr, kvh, G, seq_q, heads)] = lse_r;
+    } else {
+      *(float4 *)(part_o + ((size_t)s * rows + r) * HEAD_DIM + c4 * 4) = x;
+      if (c4 == 0) part_lse[(size_t)s * rows + r] = lse_r;
+    }
   }
 }
 

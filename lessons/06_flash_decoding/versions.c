@@ -1,7 +1,8 @@
 /* Lesson 06's table of versions, the flat entry point l06_forward() (for ctypes), the SM count
  * and the split it gives, the CPU part (the decode's arithmetic intensity against the H200's
  * ridge point, the byte floor, the split plan, the CPU model checked against the reference) and
- * the report (every version against version 1). */
+ * the report (every version against version 1, and the read floor: a plain read of the same K + V
+ * bytes, read_floor.cu). */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -311,25 +312,70 @@ static int cpu_part(const attn_options *o) {
   return status;
 }
 
-/* What each version bought over version 1, and the chunks it cut. */
-static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
-  if (!dev || n < 2 || !r[0].timed || r[0].timing.median_ms <= 0.0) return 0;
+/* The read floor of the shape: a plain read of the K + V bytes the lesson counts (once per
+ * (sequence, KV head), as cpu_part's byte floor), timed as the versions were, next to the fastest
+ * version timed here. One line that scripts/results-tables.py parses out of gpu-suite.log:
+ *   read floor: a plain read of the same 134.2 MB of K + V (16-byte loads, 1056 blocks of 512
+ *   threads): 32.80 us, 4091 GB/s (85.0% of HBM); the fastest version here, 5 one-launch, takes
+ *   38.70 us, 84.8% of the floor's rate
+ * (on one line), or "read floor: not measured: <why>". Nothing when no version was timed.
+ * @p blank_first: print an empty line first (no line above it separates it from the table). */
+static int read_floor_line(const attn_options *o, const attn_device *dev, const attn_result *r,
+                           int n, int blank_first) {
+  int best = -1;
+  for (int v = 0; v < n; ++v)
+    if (r[v].timed && r[v].timing.median_ms > 0.0 &&
+        (best < 0 || r[v].timing.median_ms < r[best].timing.median_ms))
+      best = v;
+  if (best < 0) return 0; /* --check-only, or every version skipped */
+  if (blank_first) printf("\n");
   const attn_problem *p = &o->problem;
-  printf("\nagainst one-block (%d SMs):", dev->sm_count);
-  for (int v = 1; v < n; ++v) {
-    if (!r[v].timed || r[v].timing.median_ms <= 0.0) continue;
-    const int chunks =
-        v + 1 == 6
-            ? l06_varlen_chunks(l06_varlen_chunk_for(p->batch, p->heads, p->kv_heads, p->seq_q,
-                                                     p->seq_kv, p->kv_lens, p->dim),
-                                p->kv_lens, p->batch, p->seq_kv)
-            : l06_splits_for(v + 1, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
-    printf("  %s %.2fx (%d chunks%s)", r[v].version->name,
-           r[0].timing.median_ms / r[v].timing.median_ms, chunks,
-           v + 1 == 6 ? " in the batch" : "");
+  const double kv_bytes = 2.0 * attn_total_kv(p) * p->kv_heads * p->dim * 2.0;
+  attn_timing t;
+  const char *skip = NULL;
+  const cudaError_t e = l06_read_floor((size_t)kv_bytes, o->warmup, o->iters, &t, &skip);
+  if (e != cudaSuccess) {
+    printf("read floor: not measured: %s\n", cudaGetErrorName(e));
+    return 1;
   }
-  printf("\n");
+  if (skip) {
+    printf("read floor: not measured: %s\n", skip);
+    return 0;
+  }
+  const double gbs = kv_bytes / (t.median_ms * 1e-3) / 1e9;
+  printf(
+      "read floor: a plain read of the same %.1f MB of K + V (16-byte loads, %d blocks of %d "
+      "threads): %.2f us, %.0f GB/s (%.1f%% of HBM); the fastest version here, %d %s, takes %.2f "
+      "us, %.1f%% of the floor's rate\n",
+      kv_bytes / 1e6, L06_FLOOR_BLOCKS_PER_SM * l06_sm_count(), L06_FLOOR_THREADS,
+      t.median_ms * 1e3, gbs, dev->mem_bw_gbs > 0.0 ? 100.0 * gbs / dev->mem_bw_gbs : 0.0,
+      r[best].index, r[best].version->name, r[best].timing.median_ms * 1e3,
+      100.0 * t.median_ms / r[best].timing.median_ms);
   return 0;
+}
+
+/* What each version bought over version 1, and the chunks it cut; then the read floor. */
+static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
+  if (!dev) return 0;
+  const attn_problem *p = &o->problem;
+  const int against = n >= 2 && r[0].timed && r[0].timing.median_ms > 0.0;
+  if (against) {
+    printf("\nagainst one-block (%d SMs):", dev->sm_count);
+    for (int v = 1; v < n; ++v) {
+      if (!r[v].timed || r[v].timing.median_ms <= 0.0) continue;
+      const int chunks =
+          v + 1 == 6
+              ? l06_varlen_chunks(l06_varlen_chunk_for(p->batch, p->heads, p->kv_heads, p->seq_q,
+                                                       p->seq_kv, p->kv_lens, p->dim),
+                                  p->kv_lens, p->batch, p->seq_kv)
+              : l06_splits_for(v + 1, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
+      printf("  %s %.2fx (%d chunks%s)", r[v].version->name,
+             r[0].timing.median_ms / r[v].timing.median_ms, chunks,
+             v + 1 == 6 ? " in the batch" : "");
+    }
+    printf("\n");
+  }
+  return read_floor_line(o, dev, r, n, !against);
 }
 
 static const int kDims[2] = {64, 128};

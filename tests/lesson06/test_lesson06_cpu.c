@@ -92,13 +92,18 @@ START_TEST(varlen_chunk_plan) {
   /* equal lengths, 8 units, 132 slots: 16 chunks of 2048, as version 5 */
   ck_assert_int_eq(l06_varlen_chunk(132, 8, NULL, 1, 32768), 2048);
   ck_assert_int_eq(l06_varlen_chunks(2048, NULL, 1, 32768), 16);
-  /* one long and 31 short: 256 > 132 slots, so the average share, 162816 x 8 / 132 rounded up */
+  /* one long and 31 short: 256 > 132 slots; the average share is 162816 x 8 / 132 = 9868 keys,
+   * the long sequence is longer, so a quarter share, 2467, rounded up to 2496 */
   int lens[32];
   lens[0] = 131072;
   for (int b = 1; b < 32; ++b) lens[b] = 1024;
   const int c = l06_varlen_chunk(132, 8, lens, 32, 131072);
-  ck_assert_int_eq(c, 9920);
-  ck_assert_int_eq(l06_varlen_chunks(c, lens, 32, 131072), 14 + 31);
+  ck_assert_int_eq(c, 2496);
+  ck_assert_int_eq(l06_varlen_chunks(c, lens, 32, 131072), 53 + 31);
+  /* the same keys in 32 equal sequences: none is longer than the share, one chunk each */
+  for (int b = 0; b < 32; ++b) lens[b] = 5088;
+  ck_assert_int_eq(l06_varlen_chunk(132, 8, lens, 32, 5088), 5120);
+  ck_assert_int_eq(l06_varlen_chunks(5120, lens, 32, 5088), 32);
   /* a few sequences that fit one wave: the shortest chunk that does, never under 256 keys */
   const int few[3] = {20000, 300, 5};
   const int c3 = l06_varlen_chunk(132, 8, few, 3, 20000);
