@@ -79,6 +79,11 @@
 #define FD_LAUNCH FD_CAT(l06_one_launch_d, HEAD_DIM)
 /** This build's occupancy query: l06_one_launch_per_sm_d64() or l06_one_launch_per_sm_d128(). */
 #define FD_PER_SM FD_CAT(l06_one_launch_per_sm_d, HEAD_DIM)
+/** Version 2's combine kernel for this head dimension: l06_combine_d64() or l06_combine_d128(). */
+#define FD_COMBINE FD_CAT(l06_combine_d, HEAD_DIM)
+/** The most bytes of partial states one block merges; more go to the combine kernel. Measured
+ * (lesson README): 32 KiB per unit merged in the kernel beat the second launch, 128 KiB lost. */
+#define L06_MERGE_BYTES (64 * 1024)
 
 /** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled so that
  * the 8 rows one ldmatrix reads fall in 8 different bank groups. */
@@ -149,7 +154,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
               float *__restrict__ lse,          // [batch, heads, seq_q]
               float *__restrict__ part_o,       // [num_splits, rows, HEAD_DIM]
               float *__restrict__ part_lse,     // [num_splits, rows]
-              int *__restrict__ count,          // [units], 0 between calls
+              int *__restrict__ count,          // [units], 0 between calls; NULL: no merge here
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
               int n_rt, int chunk) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -339,7 +344,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
       if (c4 == 0) part_lse[(size_t)s * rows + r] = lse_r;
     }
   }
-  if (splits == 1) return;
+  if (splits == 1 || !count) return; /* no count: the combine kernel merges (the launcher) */
 
   /* Count this chunk in; the last of the unit's chunks merges them all. */
   __shared__ int last;
@@ -437,13 +442,21 @@ extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k, const void *v, vo
   int *count = (int *)workspace;
   float *part_o = workspace ? (float *)((char *)workspace + counters) : NULL;
   float *part_lse = part_o ? part_o + (size_t)num_splits * rows * HEAD_DIM : NULL;
+  /* What one merging block would read: a tile's rows x the chunks x a row of fp32. Past
+   * L06_MERGE_BYTES, one SM reading it alone costs more than a second launch, whose blocks share it
+   * out (one per row): the kernel skips its count and version 2's combine kernel merges. */
+  const int tile_rows = heads / kv_heads * seq_q < 16 ? heads / kv_heads * seq_q : 16;
+  const int in_kernel =
+      (size_t)tile_rows * num_splits * HEAD_DIM * sizeof(float) <= (size_t)L06_MERGE_BYTES;
   ATTN_TRY(
       cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));
   const dim3 grid((unsigned)units, (unsigned)num_splits);
   FD_KERNEL<<<grid, L06_THREADS, FD_SMEM_BYTES, stream>>>(
       (const attn_bf16 *)q, (const attn_bf16 *)k, (const attn_bf16 *)v, (attn_bf16 *)o, lse, part_o,
-      part_lse, count, heads, kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt,
-      l06_chunk_len(seq_kv, num_splits));
+      part_lse, in_kernel ? count : NULL, heads, kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E,
+      n_rt, l06_chunk_len(seq_kv, num_splits));
   ATTN_TRY_LAUNCH();
+  if (num_splits > 1 && !in_kernel)
+    return FD_COMBINE(part_o, num_splits, o, lse, batch, heads, seq_q, stream);
   return cudaSuccess;
 }
