@@ -1971,10 +1971,15 @@ def r_l06_speedups(a, ctx):
         f"{tbs(a.one(6, 2, **sh['32 KV heads'])):.2f} TB/s at kv 32768), where there is nothing "
         f"to share. Dropping the combine's launch (version 5) is worth {gain(d):.1f}% at the "
         f"default shape, {gain(sh['kv 8192']):.1f}% at kv 8192 and {gain(sh['kv 131072']):.1f}% "
-        f"at kv 131072, {span(min(saved), max(saved), 1)} us a call; and it costs where one block has many chunks to merge alone: with MQA "
-        f"(one KV head, 64 chunks per unit) version 5 reaches "
-        f"{tbs(a.one(6, 5, **sh['1 KV head (MQA)'])):.2f} TB/s against version 4's "
-        f"{tbs(a.one(6, 4, **sh['1 KV head (MQA)'])):.2f}.")])
+        f"at kv 131072, {span(min(saved), max(saved), 1)} us a call. Where one block would merge "
+        f"more than 64 KiB of partial states alone (MQA: 16 rows x 64 chunks per unit, 512 KiB; 4 "
+        f"causal query rows: 128 KiB), version 5 leaves the merge to the combine kernel and runs as "
+        f"version 4 does: {tbs(a.one(6, 5, **sh['1 KV head (MQA)'])):.2f} against "
+        f"{tbs(a.one(6, 4, **sh['1 KV head (MQA)'])):.2f} TB/s with MQA, "
+        f"{tbs(a.one(6, 5, **sh['4 query rows, causal'])):.2f} against "
+        f"{tbs(a.one(6, 4, **sh['4 query rows, causal'])):.2f} with 4 causal rows; version 6, "
+        f"which always merges in the kernel, reaches {tbs(a.one(6, 6, **sh['1 KV head (MQA)'])):.2f} "
+        "with MQA.")])
 
 
 def r_l06_shapes(a, ctx):

@@ -8,12 +8,20 @@
  * its writes (__threadfence()), the block synchronises, and thread 0 adds 1 to the unit's counter
  * in the workspace. The block that brings the count to num_splits knows that every other chunk's
  * partial state is written and visible; it resets the counter to 0 for the next call and merges
- * the unit's 16 rows with version 2's arithmetic, reading through L2 (ld.global.cg), where the
- * partial states were just written:
+ * the unit's live rows, reading through L2 (ld.global.cg), where the partial states were just
+ * written:
  *
  *     block (u, s): walk chunk s -> partial (O_s, lse_s) -> __threadfence(); __syncthreads()
  *     thread 0: n = atomicAdd(&count[u], 1);  last = n == num_splits - 1
  *     last block only: count[u] = 0; per row: lse = log sum_s e^lse_s, O = sum_s e^(lse_s - lse) O_s
+ *
+ * The merge is an online softmax over the chunks (lesson 02 with chunks for keys): each thread
+ * owns one float4 of a live row and loads FD_MERGE chunks' (lse, O) at once, raises its running
+ * maximum, rescales its sum and O, and goes on to the next FD_MERGE. After the last key arrives
+ * everything is latency, so no step waits on a load the step before could have issued. Where
+ * one block would read more than L06_MERGE_BYTES of partial states (a tile's rows x the chunks x
+ * a row of fp32), the kernel skips its count and the launcher calls version 2's combine kernel,
+ * whose one block per row shares the reading out over the SMs.
  *
  * The counters sit at the start of the workspace and must start at 0: the workspace is zeroed once
  * when it is allocated (the harness does; l06_forward()'s callers must), and every call leaves
@@ -29,11 +37,15 @@
  * nothing where one chunk per unit needs no combine (batch 32, kv 8192).
  *
  * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06b-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, dim 128: kv 32768 38.7 us against version 4's 40.1 (3.6%), 3.47 TB/s; kv 8192 17.6
- * against 18.6 us (5.6%); kv 131072 1%: half the predicted gain, about 1-1.5 us a call, so most of
- * the fixed cost is inside the kernel, not between the two. Where a unit has many chunks the
- * merge by one block costs more than the launch it saves: with one KV head (MQA, 64 chunks per
- * unit) 0.52 TB/s against version 4's 0.77, and with 4 causal query rows 3.10 against 3.20.
+ * heads, dim 128, with the merge then (every row's chunks read one after another by 8 threads):
+ * kv 32768 38.7 us against version 4's 40.1 (3.6%), 3.47 TB/s; kv 8192 17.6 against 18.6 us
+ * (5.6%); kv 131072 1%: half the predicted gain. With one KV head (MQA, 64 chunks per unit) 0.52
+ * TB/s against version 4's 0.77, with 4 causal query rows 3.10 against 3.20: one block merging
+ * 512 or 128 KiB alone cost more than the launch it saved.
+ * With the merge above and the threshold (2026-11-24, docs/results/h200-l06c-2026-11-24): kv
+ * 32768 37.6 us against version 4's 39.8 (5.8%), 3.57 TB/s, 89% of a plain read of the same
+ * bytes; kv 8192 11.6% and kv 131072 1.9% over version 4, the prediction's range; MQA 0.90
+ * against 0.91 TB/s and 4 causal rows 3.24 against 3.25, version 4's path and version 4's speed.
  *
  * Run: `./run 5` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128), `./run 5 --kv-seq 8192`
  * and `make diff-6 A=4 B=5`.

@@ -10,15 +10,16 @@
  * grid belongs to the sequence whose running count of chunks passes x, which warp 0 of every block
  * finds from the lengths on the device with a prefix sum by shuffles:
  *
- *     lengths   [131072, 1024, 1024, ..., 1024]        chunk 9920 keys (8 KV heads, 132 slots)
- *     chunks    [14,     1,    1,    ..., 1   ]  ->  grid x = 45 chunks, y = 8 units
+ *     lengths   [131072, 1024, 1024, ..., 1024]        chunk 2496 keys (8 KV heads, 132 slots)
+ *     chunks    [53,     1,    1,    ..., 1   ]  ->  grid x = 84 chunks, y = 8 units
  *     block (x, u): b = the sequence of chunk x, s = x - first chunk of b; keys [s c, (s+1) c) of b
  *
  * Keys past a sequence's length are never read (the harness fills them with NaN to make sure), the
  * causal window's corner sits at each sequence's last key, a sequence of one chunk writes O
  * directly, and the last block of each (sequence, unit) merges that sequence's chunks, with one
- * counter per (sequence, unit). Without lengths every sequence has seq_kv keys and the chunk rule
- * is version 5's.
+ * counter per (sequence, unit), by version 5's online softmax over the chunks (always in the
+ * kernel: version 2's combine takes one chunk count for every row). Without lengths every sequence
+ * has seq_kv keys and the chunk rule is version 5's.
  *
  * Why: with one chunk count for the whole batch (versions 2-5 cut every row the same way), a
  * batch of one 131072-key sequence and 31 of 1024 keys either cuts the short ones into chunks of
@@ -36,6 +37,12 @@
  * 5088 run 4.24 TB/s: 85%, short of the 90% predicted. The chunk of 9920 keys is a slot's whole
  * average share, so the 112 long blocks that start in the first and second waves end well after
  * the short ones; a finer cut of the long sequence is the next step.
+ * With the cut at a quarter of the share when a sequence is longer than the share (2026-11-24,
+ * docs/results/h200-l06c-2026-11-24): chunks of 2496 keys, 53 for the long sequence, 84 in the
+ * batch; the mixed batch runs 171 us, 3.91 TB/s, 92% of the equal batch's 4.27: within the 10%
+ * predicted. On equal lengths 38.2 us against version 5's 37.6 at the default shape; with one KV
+ * head, where version 5 hands its 512 KiB merges to the combine kernel and this version cannot,
+ * 0.65 TB/s against version 5's 0.90.
  *
  * Run: `./run 6 --kv-lens 128k,1024x31` and `./run 6 --batch 32 --kv-seq 5088` (the same bytes in
  * equal lengths); `--kv-lens` takes any list (`N`, `Nk`, `NxCOUNT`).
