@@ -44,13 +44,15 @@
 #include "attn_cuda.cuh"
 #include "paged_attention.h"
 
-#define FD_WARPS (L06_THREADS / 32)         /**< 4 warps, each its own stream of key tiles */
-#define FD_TK 16                            /**< keys per warp tile: one k-step of P V */
-#define FD_KS (HEAD_DIM / 16)               /**< k-steps of S = Q K^T */
-#define FD_DT (HEAD_DIM / 8)                /**< n8 tiles of O */
-#define FD_CHUNKS (HEAD_DIM / 8)            /**< 16-byte chunks per key row */
-#define FD_ROWB (HEAD_DIM * 2)              /**< bytes per key row */
-#define FD_TILE_BYTES (FD_TK * FD_ROWB)     /**< one K or V tile: 4 KiB at dim 128 */
+#define FD_WARPS (L06_THREADS / 32)     /**< 4 warps, each its own stream of key tiles */
+#define FD_TK 16                        /**< keys per warp tile: one k-step of P V */
+#define FD_KS (HEAD_DIM / 16)           /**< k-steps of S = Q K^T */
+#define FD_DT (HEAD_DIM / 8)            /**< n8 tiles of O */
+#define FD_CHUNKS (HEAD_DIM / 8)        /**< 16-byte chunks per key row */
+#define FD_C4 (HEAD_DIM / 4)            /**< float4 columns of an fp32 state row */
+#define FD_MERGE 16                     /**< chunks whose loads the merge has in flight at once */
+#define FD_ROWB (HEAD_DIM * 2)          /**< bytes per key row */
+#define FD_TILE_BYTES (FD_TK * FD_ROWB) /**< one K or V tile: 4 KiB at dim 128 */
 #define FD_STAGES (HEAD_DIM == 64 ? 12 : 6) /**< tiles in flight per warp: 48 KiB of K + V */
 /** Bytes of one warp's slice: FD_STAGES buffers of K and V; the warp's fp32 16 x dim state reuses
  * it at the end (16 x dim x 4 = 2 tiles). */
@@ -108,6 +110,28 @@ static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, i
   if (!causal) return seq_kv;
   const int n = i + seq_kv - seq_q + 1;
   return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
+}
+
+/** Float index of column @p c of row @p rr in a warp's fp32 16 x dim state: row-major, the groups
+ * of 8 columns XOR-swizzled by the row, so that the float2 stores of a half-warp (rows g, columns
+ * dt * 8 + 2 t4) and the float4 loads of 8 threads along a row each fall in distinct banks. */
+static __device__ __forceinline__ int fd_sidx(int rr, int c) {
+  return rr * HEAD_DIM + (c ^ ((rr & 3) << 3));
+}
+
+/** The O row of tile row @p rr: group row gr = rt * 16 + rr is token gr / G of query head
+ * kvh * G + gr % G. */
+static __device__ __forceinline__ size_t fd_orow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G;
+}
+
+/** The log-sum-exp of tile row @p rr: [batch, heads, seq_q]. */
+static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
 }
 
 /** One block per chunk of the batch along x and (KV head, row tile) of its sequence along y. The
@@ -294,7 +318,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
   asm volatile("cp.async.wait_all;\n" ::); /* no copy may land on the state written below */
   __syncwarp();
 
-  /* The warp's state into its own slice: l summed over the quad, O unnormalised, row-major. */
+  /* The warp's state into its own slice: l summed over the quad, O unnormalised, swizzled. */
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float l = row_l[hf];
@@ -304,52 +328,42 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     if (t4 == 0) part_m[warp][rr] = row_m[hf], part_l[warp][rr] = l;
 #pragma unroll
     for (int dt = 0; dt < FD_DT; ++dt)
-      *(float2 *)&wstate[rr * HEAD_DIM + dt * 8 + t4 * 2] =
+      *(float2 *)&wstate[fd_sidx(rr, dt * 8 + t4 * 2)] =
           make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
   }
   __syncthreads();
 
-  /* The warps' states merged: 8 threads per row, HEAD_DIM / 8 columns each. */
-  const int rr = threadIdx.x >> 3, c0d = (threadIdx.x & 7) * (HEAD_DIM / 8);
-  const int gr = rt * 16 + rr;
-  const bool active = gr < R; /* rows past the group: no output, but every barrier */
-  const int i = active ? gr / G : 0, h = kvh * G + (active ? gr % G : 0);
-  const size_t r = ((size_t)b * seq_q + i) * heads + h; /* the O row */
-  if (active) {
+  /* The warps' states merged: a float4 of a live row per thread and step, the tile's n_live rows
+   * x FD_C4 columns spread over the whole block (4 live rows keep every warp busy). */
+  const int n_live = min(16, R - rt * 16);
+  for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
+    const int rr = e / FD_C4, c4 = e % FD_C4;
     float mm = -INFINITY;
 #pragma unroll
     for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
     const float mu = mm == -INFINITY ? 0.f : mm;
-    float wt[FD_WARPS], ll = 0.f;
+    float4 y4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    float ll = 0.f;
 #pragma unroll
-    for (int w = 0; w < FD_WARPS; ++w)
-      wt[w] = fast_exp2(part_m[w][rr] - mu), ll += wt[w] * part_l[w][rr];
+    for (int w = 0; w < FD_WARPS; ++w) {
+      const float wt = fast_exp2(part_m[w][rr] - mu);
+      const float *ws = (const float *)(smem + FD_TILE_BYTES + w * FD_WARP_BYTES);
+      const float4 y = *(const float4 *)&ws[fd_sidx(rr, c4 * 4)];
+      ll += wt * part_l[w][rr];
+      y4.x += wt * y.x, y4.y += wt * y.y, y4.z += wt * y.z, y4.w += wt * y.w;
+    }
     const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
     const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
-    float out[HEAD_DIM / 8];
-#pragma unroll
-    for (int c = 0; c < HEAD_DIM / 8; ++c) {
-      float x = 0.f;
-#pragma unroll
-      for (int w = 0; w < FD_WARPS; ++w) {
-        const float *ws = (const float *)(smem + FD_TILE_BYTES + w * FD_WARP_BYTES);
-        x += wt[w] * ws[rr * HEAD_DIM + c0d + c];
-      }
-      out[c] = x * inv;
-    }
+    y4.x *= inv, y4.y *= inv, y4.z *= inv, y4.w *= inv;
+    const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads);
     if (splits == 1) {
-      attn_bf16 *orow = o + r * HEAD_DIM + c0d;
-#pragma unroll
-      for (int c = 0; c < HEAD_DIM / 8; c += 2)
-        *(uint32_t *)(orow + c) = pack_bf16x2(out[c], out[c + 1]);
-      if ((threadIdx.x & 7) == 0) lse[((size_t)b * heads + h) * seq_q + i] = lse_r;
+      *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
+          make_uint2(pack_bf16x2(y4.x, y4.y), pack_bf16x2(y4.z, y4.w));
+      if (c4 == 0) lse[fd_lrow(b, rt, rr, kvh, G, seq_q, heads)] = lse_r;
     } else {
       const size_t slot = ((size_t)x * units + u) * 16 + rr; /* chunk x, unit u, tile row rr */
-      float *prow = part_o + slot * HEAD_DIM + c0d;
-#pragma unroll
-      for (int c = 0; c < HEAD_DIM / 8; c += 4)
-        *(float4 *)(prow + c) = make_float4(out[c], out[c + 1], out[c + 2], out[c + 3]);
-      if ((threadIdx.x & 7) == 0) part_lse[slot] = lse_r;
+      *(float4 *)(part_o + slot * HEAD_DIM + c4 * 4) = y4;
+      if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
   if (splits == 1) return;
@@ -364,38 +378,54 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     if (last) *cnt = 0; /* every chunk is in: ready for the next call */
   }
   __syncthreads();
-  if (!last || !active) return;
+  if (!last) return;
   __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
 
-  /* The combine of version 2 for my row and columns over the sequence's chunks, 8 chunks' loads
-   * in flight at a time. Slot of chunk c: ((seq_first + c) * units + u) * 16 + rr. */
-  const size_t slot0 = ((size_t)seq_first * units + u) * 16 + rr, step = (size_t)units * 16;
-  float mx = -INFINITY;
-  for (int c = 0; c < splits; ++c) mx = fmaxf(mx, __ldcg(part_lse + slot0 + c * step));
-  float acc_o[HEAD_DIM / 8], sum = 0.f;
+  /* The merge: every float4 of the live rows, each thread its own, over the unit's chunks FD_MERGE
+   * at a time, all their loads in flight at once: lesson 02's online softmax with chunks for keys.
+   * The running (max, sum, O) is rescaled when a batch raises the max; an empty chunk (lse -inf)
+   * weighs 0, and a row whose every chunk is empty ends with sum 0: O = 0, lse = -inf. */
+  const size_t slot0 =
+      (size_t)seq_first * units + u; /* chunk c of the sequence, unit u, row rr:
+                                      * slot ((seq_first + c) * units + u) * 16 + rr */
+  for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
+    const int rr = e / FD_C4, c4 = e % FD_C4;
+    const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads); /* the O row */
+    float mx = -INFINITY, sum = 0.f;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c0 = 0; c0 < splits; c0 += FD_MERGE) {
+      float lb[FD_MERGE];
+      float4 xb[FD_MERGE];
 #pragma unroll
-  for (int c = 0; c < HEAD_DIM / 8; ++c) acc_o[c] = 0.f;
-  if (mx != -INFINITY) { /* else no chunk saw a key: O = 0, lse = -inf */
-#pragma unroll 8
-    for (int c = 0; c < splits; ++c) {
-      const float w = __expf(__ldcg(part_lse + slot0 + c * step) - mx); /* 0: empty chunk */
-      const float4 *prow = (const float4 *)(part_o + (slot0 + c * step) * HEAD_DIM + c0d);
-      sum += w;
-#pragma unroll
-      for (int q4 = 0; q4 < HEAD_DIM / 32; ++q4) {
-        const float4 x = __ldcg(prow + q4);
-        acc_o[4 * q4] += w * x.x, acc_o[4 * q4 + 1] += w * x.y;
-        acc_o[4 * q4 + 2] += w * x.z, acc_o[4 * q4 + 3] += w * x.w;
+      for (int k = 0; k < FD_MERGE; ++k) {
+        const int c = c0 + k;
+        lb[k] = c < splits ? __ldcg(part_lse + (slot0 + (size_t)c * units) * 16 + rr) : -INFINITY;
+        xb[k] = c < splits
+                    ? __ldcg((const float4 *)(part_o +
+                                              ((slot0 + (size_t)c * units) * 16 + rr) * HEAD_DIM) +
+                             c4)
+                    : make_float4(0.f, 0.f, 0.f, 0.f);
       }
-    }
-  }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
-  attn_bf16 *orow = o + r * HEAD_DIM + c0d;
+      float bm = mx;
 #pragma unroll
-  for (int c = 0; c < HEAD_DIM / 8; c += 2)
-    *(uint32_t *)(orow + c) = pack_bf16x2(acc_o[c] * inv, acc_o[c + 1] * inv);
-  if ((threadIdx.x & 7) == 0)
-    lse[((size_t)b * heads + h) * seq_q + i] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+      for (int k = 0; k < FD_MERGE; ++k) bm = fmaxf(bm, lb[k]);
+      if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
+      const float sc = __expf(mx - bm); /* 0 while mx is -inf */
+      sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
+#pragma unroll
+      for (int k = 0; k < FD_MERGE; ++k) {
+        const float w = __expf(lb[k] - bm);
+        sum += w;
+        a.x += w * xb[k].x, a.y += w * xb[k].y, a.z += w * xb[k].z, a.w += w * xb[k].w;
+      }
+      mx = bm;
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
+        make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
+    if (c4 == 0)
+      lse[fd_lrow(b, rt, rr, kvh, G, seq_q, heads)] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+  }
 }
 
 /** Blocks of the kernel one SM holds, queried once (l07_paged_split_per_sm_d64() or _d128()). */
