@@ -26,6 +26,8 @@
  * Measured: (H200, 2026-11-23, docs/results/h200-l07-2026-11-23) 2962 GB/s at the default
  * shape, 85.3% of lesson 06's version 5 on the same values; 81.0% at block size 8 up to 91.3% at
  * 128; 3.86 TB/s at batch 32 and kv 8k. The lookup before every copy is what costs (version 3).
+ * With lesson 06's shorter tail (2026-11-24, docs/results/h200-l07b-2026-11-24): 2952 GB/s at the
+ * default shape, 82.4% of lesson 06's version 5, itself faster by the same change.
  *
  * Run: `./run 2` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128, block size 16),
  * `./run 2 --block-size 8` and `./run 2 --kv-lens 128k,1024x31`.
