@@ -21,13 +21,13 @@
  * constant that zeroed buffers cannot give: nothing is written, and the compiler cannot drop the
  * loads.
  *
- * Measured on the H200 (2026-11-24, each buffer its own cudaMalloc, L2 flushed before each of 20
- * runs, the median): 33.6 MB (kv 8192) 11.0 us, 3.04 TB/s, 63% of the 4814 GB/s of clock x bus
- * width; 134 MB (kv 32768) 32.5-33.1 us, 4.06-4.13 TB/s, 84-86%; 537 MB (kv 131072) 119-120.5 us,
- * 4.46-4.50 TB/s, 93%.
- * At 134 MB and below this read stays under 90% of HBM; at 537 MB it is over. Neither the gap
- * between the two buffers nor where they lie changed these figures; a large cudaFree just before
- * did (see l06_floor_settle()).
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24, the `read floor` lines
+ * of gpu-suite.log; each buffer its own cudaMalloc, L2 flushed before each of 20 runs, the median):
+ * 33.6 MB (kv 8192) 11.4 us, 2.94 TB/s, 61% of the 4814 GB/s of clock x bus width; 134 MB (kv
+ * 32768) 33.4 us, 4.01 TB/s, 83%; 537 MB (kv 131072) 122.9 us, 4.37 TB/s, 91%.
+ * At 134 MB and below this read stays well under 90% of HBM; at 537 MB it is just over. Neither
+ * the gap between the two buffers nor where they lie changed these figures in development runs; a
+ * large cudaFree just before did (see l06_floor_settle()).
  */
 #include "flash_decoding.h"
 
@@ -100,10 +100,11 @@ static cudaError_t l06_floor_launch(void *ctx, cudaStream_t stream) {
 
 /** Read @p r back to back, untimed, for L06_FLOOR_SETTLE_MS of GPU time (CUDA events), on
  * @p stream. Why: for a while after a large cudaFree, reads from HBM run slower, and lesson 06's
- * report runs just after the harness has freed its inputs. Measured on the H200 (2026-11-24): a
- * 537 MB read took 137 us instead of 120 during about 3 ms per GiB freed: 6 ms after freeing
- * 2 GiB, 50 ms after 17 GiB (the padded K and V of `--kv-lens 128k,1024x31`, whose floor read
- * 170 us instead of 148 without this wait), 100 ms after 34 GiB. 200 ms covers about 60 GiB. */
+ * report runs just after the harness has freed its inputs. Development runs on the H200
+ * (2026-11-24, not archived): a 537 MB read took 137 us instead of 120 during about 3 ms per GiB
+ * freed: 6 ms after freeing 2 GiB, 50 ms after 17 GiB (the padded K and V of `--kv-lens
+ * 128k,1024x31`, whose floor read 170 us instead of 148 without this wait), 100 ms after 34 GiB.
+ * 200 ms covers about 60 GiB. */
 static cudaError_t l06_floor_settle(l06_floor_run *r, cudaStream_t stream) {
   cudaEvent_t start, now;
   cudaError_t e = cudaEventCreate(&start);
