@@ -28,6 +28,8 @@
  * slower), causal 7.70 against 6.85 (12.5%); seq 262144: 0.5% slower (causal 1.6%). The program's
  * model for a GPU per rank (not measured): 1.92x, causal 1.19x at 32k; 4 ranks, GQA 4:1, 64k,
  * causal: 2.11x against the 2.29x bound.
+ * On two H200s, a GPU per rank (2026-11-24, docs/results/h200x2-l08-2026-11-24): 1.79x over
+ * version 1 at 32k (causal 1.14x), 1.91x at 128k (causal 1.27x), 1.94x at 256k (causal 1.29x).
  *
  * Run: `./run 2 --ranks 2` (virtual ranks on one GPU, or a GPU per rank where there are 2).
  */

@@ -25,6 +25,9 @@
  * the same memory, so there is little to win. The program's model for a GPU per rank (not
  * measured): 1.93x at 32k, 1.98x at 128k, 2.00x at 256k; causal 1.19x, 1.29x, 1.31x: the
  * imbalance, as predicted.
+ * On two H200s, a GPU per rank (2026-11-24, docs/results/h200x2-l08-2026-11-24): 1.85x over
+ * version 1 at 32k, 1.93x at 128k, 1.94x at 256k (the model: 1.93x, 1.98x, 2.00x); causal 1.19x,
+ * 1.28x, 1.30x.
  *
  * Run: `./run 3 --ranks 2`.
  */

@@ -23,6 +23,9 @@
  * The program's model for a GPU per rank (not measured), causal: 1.71x at 32k, 1.92x at 128k,
  * 1.97x at 256k (version 3: 1.19x, 1.29x, 1.31x); 4 ranks, GQA 4:1, 64k: 3.59x (2.13x); 8 ranks,
  * 128k: 7.04x (3.92x).
+ * On two H200s, a GPU per rank (2026-11-24, docs/results/h200x2-l08-2026-11-24), causal: 1.64x
+ * over version 1 at 32k, 1.82x at 64k (dim 64, 32 heads), 1.88x at 128k, 1.97x at 256k (the model:
+ * 1.71x, 1.86x, 1.92x, 1.97x); without the mask 1.74x, 1.89x and 1.93x at 32k, 128k and 256k.
  *
  * Run: `./run 4 --ranks 2 --causal`.
  */
