@@ -29,7 +29,9 @@
  * Prediction: on equal lengths it is version 5 (the same chunks). On the mixed batch, 163k keys,
  * 8 KV heads: 667 MB; more sequences than one wave holds, so the chunk is the blocks' average
  * share, 9920 keys: 112 blocks of about 9920 keys and 248 of 1024. Expect within 10% of version 6
- * on 32 equal sequences of the same total (5088 keys each), about 4 TB/s.
+ * on 32 equal sequences of the same total (5088 keys each), about 4 TB/s. With the quarter cut
+ * (the rule as it is now): 53 chunks of 2496 keys for the long sequence, so its blocks that start
+ * in later waves end at most a quarter share after the rest: expect within 10% of the equal batch.
  *
  * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06b-2026-11-23), 32 heads, 8 KV heads, dim
  * 128: on equal lengths within 2% of version 5 (39.4 against 38.7 us at the default shape). The
