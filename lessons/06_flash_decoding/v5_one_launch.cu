@@ -19,7 +19,7 @@
  * owns one float4 of a live row and loads FD_MERGE chunks' (lse, O) at once, raises its running
  * maximum, rescales its sum and O, and goes on to the next FD_MERGE. After the last key arrives
  * everything is latency, so no step waits on a load the step before could have issued. Where
- * one block would read more than L06_MERGE_BYTES of partial states (a tile's rows x the chunks x
+ * one block would read more than FD_MERGE_BYTES of partial states (a tile's rows x the chunks x
  * a row of fp32), the kernel skips its count and the launcher calls version 2's combine kernel,
  * whose one block per row shares the reading out over the SMs.
  *
@@ -95,7 +95,7 @@
 #define FD_COMBINE FD_CAT(l06_combine_d, HEAD_DIM)
 /** The most bytes of partial states one block merges; more go to the combine kernel. Measured
  * (lesson README): 32 KiB per unit merged in the kernel beat the second launch, 128 KiB lost. */
-#define L06_MERGE_BYTES (64 * 1024)
+#define FD_MERGE_BYTES (64 * 1024)
 
 /** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled so that
  * the 8 rows one ldmatrix reads fall in 8 different bank groups. */
@@ -455,11 +455,11 @@ extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k, const void *v, vo
   float *part_o = workspace ? (float *)((char *)workspace + counters) : NULL;
   float *part_lse = part_o ? part_o + (size_t)num_splits * rows * HEAD_DIM : NULL;
   /* What one merging block would read: a tile's rows x the chunks x a row of fp32. Past
-   * L06_MERGE_BYTES, one SM reading it alone costs more than a second launch, whose blocks share it
+   * FD_MERGE_BYTES, one SM reading it alone costs more than a second launch, whose blocks share it
    * out (one per row): the kernel skips its count and version 2's combine kernel merges. */
   const int tile_rows = heads / kv_heads * seq_q < 16 ? heads / kv_heads * seq_q : 16;
   const int in_kernel =
-      (size_t)tile_rows * num_splits * HEAD_DIM * sizeof(float) <= (size_t)L06_MERGE_BYTES;
+      (size_t)tile_rows * num_splits * HEAD_DIM * sizeof(float) <= (size_t)FD_MERGE_BYTES;
   ATTN_TRY(
       cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));
   const dim3 grid((unsigned)units, (unsigned)num_splits);
