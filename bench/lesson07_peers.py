@@ -23,11 +23,12 @@ Implementations (the impl column of the CSV; README tables are generated from th
                         paging costs cuDNN
   l06-v5-one-launch     lesson 06's version 5 on the dense K and V (equal lengths only)
   l06-v6-varlen         lesson 06's version 6 on the dense K and V, with the lengths
-  v1-paged-row-bsN      lesson 07's versions (--versions 2,3 by default; version 1 is slow), through
-  v2-paged-split-bsN    the block table, pages of N tokens (version 3: N a power of two)
-  v3-paged-pipeline-bsN
+  v1-paged-row-bsN      lesson 07's versions (--versions 2,3,4 by default; version 1 is slow),
+  v2-paged-split-bsN    through the block table, pages of N tokens (versions 3 and 4: N a power of
+  v3-paged-pipeline-bsN two)
+  v4-paged-overlap-bsN
 Rows of the mixed-length pattern carry the same names with "-mixed" appended (cudnn-dense-mixed,
-v3-paged-pipeline-bs16-mixed, ...); seq_kv is then the longest length and bytes the K + V needed.
+v4-paged-overlap-bs16-mixed, ...); seq_kv is then the longest length and bytes the K + V needed.
 
 The lesson's kernels are called through build/lib/libattn_lessons.so (ctypes: l07_paged_*_d128/_d64,
 l06_forward, l06_varlen_d*) on the same torch tensors; cuDNN gets views of them: q and o
@@ -46,7 +47,7 @@ Every implementation's O, NaN-poisoned before its checked run, is compared with 
 
     python3 bench/lesson07_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,8,32,128] [--kv-heads 8] [--kvs 1024,8192,32768,131072] [--dims 128]
-        [--block-sizes 16] [--versions 2,3] [--no-mixed] [--max-gb 24] [--ref-max 268435456]
+        [--block-sizes 16] [--versions 2,3,4] [--no-mixed] [--max-gb 24] [--ref-max 268435456]
         [--busy-us 100] [--out DIR]
 
 Shapes whose dense K + V would pass --max-gb are skipped and said so (the pools, 1.25 times the
@@ -77,8 +78,9 @@ SHORT = 1024          # the short sequences of the mixed pattern
 TOL = 2e-2            # largest |O - reference| that passes
 HOST_RUNS = 10        # back-to-back calls whose mean is host_us
 FE_TARGET = "/tmp/cudnnfe"
-PAGED_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline"}
-PAGED_FNS = {1: "l07_paged_row_d{}", 2: "l07_paged_split_d{}", 3: "l07_paged_pipeline_d{}"}
+PAGED_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap"}
+PAGED_FNS = {1: "l07_paged_row_d{}", 2: "l07_paged_split_d{}", 3: "l07_paged_pipeline_d{}",
+             4: "l07_paged_overlap_d{}"}
 
 
 def load_lib(path):
@@ -156,7 +158,7 @@ def main():
     ap.add_argument("--kvs", default="1024,8192,32768,131072")
     ap.add_argument("--dims", default="128")
     ap.add_argument("--block-sizes", default="16", help="tokens per page, e.g. 8,16,32,64,128")
-    ap.add_argument("--versions", default="2,3", help="lesson 07's paged versions (1..3)")
+    ap.add_argument("--versions", default="2,3,4", help="lesson 07's paged versions (1..4)")
     ap.add_argument("--mixed", action=argparse.BooleanOptionalAction, default=True,
                     help=f"also mixed lengths: the first sequence seq_kv keys, the others {SHORT} "
                          "(default; --no-mixed: equal lengths only)")
@@ -177,7 +179,7 @@ def main():
         return 0
     versions = ints(a.versions)
     if not versions or any(v not in PAGED_NAMES for v in versions):
-        print(f"lesson07_peers: --versions takes 1, 2, 3; got {a.versions}")
+        print(f"lesson07_peers: --versions takes 1, 2, 3, 4; got {a.versions}")
         return 1
     try:
         lib = load_lib(a.lib)
@@ -438,8 +440,8 @@ def measure(env, dim, hkv, batch, skv, mixed):
         for ver in env.versions:
             name = f"v{ver}-{PAGED_NAMES[ver]}-bs{bs}" + suffix
             what = f"{paged}, lesson 07's version {ver}{tail}"
-            if ver == 3 and bs & (bs - 1):
-                print(f"l07 impl={name} {at} skipped: version 3 takes block sizes that are "
+            if ver >= 3 and bs & (bs - 1):
+                print(f"l07 impl={name} {at} skipped: version {ver} takes block sizes that are "
                       f"powers of two")
                 env.out.row(impl=name, what=what, check="skipped: block size not a power of two",
                             **shape)

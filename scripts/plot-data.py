@@ -516,7 +516,7 @@ def fig_l06():
 def fig_l07():
     a = lesson_archive(7)
     p = peer_archive(7, a)
-    fig = decode_fig(7, a, p, rt.L07_NAMES, lambda v: 1 if v <= 3 else 2,
+    fig = decode_fig(7, a, p, rt.L07_NAMES, lambda v: 1 if v <= rt.L07_PAGED else 2,
                      ["paged K and V, block size 16", "dense K and V (lesson 06's kernels)"],
                      (("cudnn-paged-bs16", "cuDNN paged, block size 16", "gbs"),
                       ("cudnn-dense", "cuDNN dense", "gbs")))

@@ -2228,8 +2228,9 @@ def r_headline(a, ctx):
 # ---- Lesson 07 ------------------------------------------------------------------------------------
 
 L07_DEFAULT = att(1, 32, 1, 128, kvh=8, skv=32768)
-L07_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "dense-one-launch",
-             5: "dense-varlen"}
+L07_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap",
+             5: "dense-one-launch", 6: "dense-varlen"}
+L07_PAGED = 4  # versions 1..4 are paged, 5 and 6 the dense yardsticks
 # The runs at the default shape, in the order of the default run and of
 # lessons/07_paged_attention/gpu-runs.txt (lessons.csv has no block-size column: the n-th row of a
 # version at the default shape is the n-th of these runs).
@@ -2246,12 +2247,12 @@ L07_SHAPES = [("kv 131072", att(1, 32, 1, 128, kvh=8, skv=131072)),
 
 
 def l07_missing(a):
-    return a.one(7, 3, **L07_DEFAULT) is None
+    return a.one(7, L07_PAGED, **L07_DEFAULT) is None
 
 
 def l07_dense(rows):
-    """The faster dense yardstick of a run (versions 4 and 5 of its rows)."""
-    ts = [r for r in rows if r and r["version"] in (4, 5) and r["ms"]]
+    """The faster dense yardstick of a run (versions 5 and 6 of its rows)."""
+    ts = [r for r in rows if r and r["version"] in (L07_PAGED + 1, L07_PAGED + 2) and r["ms"]]
     return min(ts, key=lambda r: r["ms"]) if ts else None
 
 
@@ -2259,10 +2260,10 @@ def r_l07_default(a, ctx):
     src = source(a, ["lessons.csv"])
     if l07_missing(a):
         return src + "\n\nThe lesson's table: " + NO_RUN + "."
-    rs = {v: a.one(7, v, **L07_DEFAULT) for v in range(1, 6)}
+    rs = {v: a.one(7, v, **L07_DEFAULT) for v in L07_NAMES}
     best = l07_dense(rs.values())
     rows = []
-    for v in range(1, 6):
+    for v in L07_NAMES:
         r, t = rs[v], us(rs[v])
         rows.append([v, f"`{L07_NAMES[v]}`", "-" if t is None else
                      (f"{t:.0f} us" if t >= 100 else f"{t:.1f} us"), f(r and r["gbs"], 0),
@@ -2276,19 +2277,21 @@ def r_l07_default(a, ctx):
 
 def r_l07_block_sizes(a, ctx):
     src = source(a, ["lessons.csv"])
-    runs = {v: a.rows(7, v, timed=True, **L07_DEFAULT) for v in range(1, 6)}
-    if any(len(runs[v]) < len(L07_BLOCK_SIZES) for v in (2, 3, 4, 5)):
+    runs = {v: a.rows(7, v, timed=True, **L07_DEFAULT) for v in L07_NAMES}
+    if any(len(runs[v]) < len(L07_BLOCK_SIZES) for v in (2, 3, 4, 5, 6)):
         return src + "\n\nBlock sizes: " + NO_RUN + "."
     rows = []
     for i, bs in enumerate(L07_BLOCK_SIZES):
-        best = l07_dense([runs[4][i], runs[5][i]])
-        v2, v3 = runs[2][i], runs[3][i]
-        rows.append([bs, f(tbs(v2), 2), f(tbs(v3), 2), f(tbs(best), 2),
-                     pc(100.0 * best["ms"] / v2["ms"]), pc(100.0 * best["ms"] / v3["ms"])])
+        best = l07_dense([runs[5][i], runs[6][i]])
+        v2, v3, v4 = runs[2][i], runs[3][i], runs[4][i]
+        rows.append([bs, f(tbs(v2), 2), f(tbs(v3), 2), f(tbs(v4), 2), f(tbs(best), 2),
+                     pc(100.0 * best["ms"] / v2["ms"]), pc(100.0 * best["ms"] / v3["ms"]),
+                     pc(100.0 * best["ms"] / v4["ms"])])
     rows.sort(key=lambda r: r[0])
     return "\n".join([src, "", "The default shape at each block size (TB/s of K + V; the dense "
                       "yardstick ran beside each):", "",
-                      table(["block size", "v2", "v3", "dense", "v2 / dense", "v3 / dense"], rows)])
+                      table(["block size", "v2", "v3", "v4", "dense", "v2 / dense", "v3 / dense",
+                             "v4 / dense"], rows)])
 
 
 def r_l07_shapes(a, ctx):
@@ -2297,15 +2300,17 @@ def r_l07_shapes(a, ctx):
         return src + "\n\nOther shapes: " + NO_RUN + "."
     rows = []
     for label, shape in L07_SHAPES:
-        rs = [a.one(7, v, **shape) for v in range(1, 6)]
-        if rs[2] is None:
-            rows.append([label, "-", "-", "-", "-", "-"])
+        rs = [a.one(7, v, **shape) for v in L07_NAMES]
+        if rs[3] is None:
+            rows.append([label] + ["-"] * 7)
             continue
         best = l07_dense(rs)
-        rows.append([label, f(tbs(rs[0]), 2), f(tbs(rs[1]), 2), f(tbs(rs[2]), 2), f(tbs(best), 2),
-                     pc(100.0 * best["ms"] / rs[2]["ms"] if best else None)])
+        rows.append([label] + [f(tbs(rs[v]), 2) for v in range(4)] + [
+            f(tbs(best), 2), pc(100.0 * best["ms"] / rs[2]["ms"] if best and rs[2] else None),
+            pc(100.0 * best["ms"] / rs[3]["ms"] if best else None)])
     return "\n".join([src, "", "Other rows of the same run (TB/s; block size 16):", "",
-                      table(["shape", "v1", "v2", "v3", "dense", "v3 / dense"], rows)])
+                      table(["shape", "v1", "v2", "v3", "v4", "dense", "v3 / dense", "v4 / dense"],
+                            rows)])
 
 
 def r_l07_loop(a, ctx):
@@ -2347,23 +2352,24 @@ def r_l07_peers(a, ctx):
 
             def rate(impl):
                 return tbs(a.peer(7, re.escape(impl + mixed), **kv))
-            cp, cd, v2, v3 = (rate(x) for x in ("cudnn-paged-bs16", "cudnn-dense",
-                                                "v2-paged-split-bs16", "v3-paged-pipeline-bs16"))
+            cp, cd, v3, v4 = (rate(x) for x in ("cudnn-paged-bs16", "cudnn-dense",
+                                                "v3-paged-pipeline-bs16", "v4-paged-overlap-bs16"))
             l06 = max([x for x in (rate("l06-v5-one-launch"), rate("l06-v6-varlen")) if x],
                       default=None)
-            if cp is None or v3 is None:
+            if cp is None or v4 is None:
                 continue
             n += 1
-            wins += v3 >= cp
-            worst = min(worst, v3 / cp) if worst else v3 / cp
+            wins += v4 >= cp
+            worst = min(worst, v4 / cp) if worst else v4 / cp
             if l06:
-                dense_low.append(v3 / l06)
+                dense_low.append(v4 / l06)
             rows.append([b, seq_label(skv), "mixed" if mixed else "equal", f(cp, 2), f(cd, 2),
-                         f(l06, 2), f(v2, 2), f(v3, 2), xs(ratio(v3, cp)), pc(100 * v3 / l06 if l06 else None)])
+                         f(l06, 2), f(v3, 2), f(v4, 2), xs(ratio(v4, cp)),
+                         pc(100 * v4 / l06 if l06 else None)])
     return "\n".join([src, "", table(["batch", "kv", "lengths", "cuDNN paged", "cuDNN dense",
-                                      "lesson 06", "v2", "v3", "v3 / cuDNN paged",
-                                      "v3 % of lesson 06"], rows), "",
-                      f"Version 3 matches or beats cuDNN's paged graph on {wins} of these {n} rows; "
+                                      "lesson 06", "v3", "v4", "v4 / cuDNN paged",
+                                      "v4 % of lesson 06"], rows), "",
+                      f"Version 4 matches or beats cuDNN's paged graph on {wins} of these {n} rows; "
                       f"its lowest ratio is {worst:.2f}. Against lesson 06's faster dense kernel on "
                       f"the same values it runs at {100 * min(dense_low):.0f}% to "
                       f"{100 * max(dense_low):.0f}%."])

@@ -11,7 +11,10 @@
  *  3. paged-pipeline: version 2 with the lookups out of the copy path: each tile's table entries
  *     read a tile ahead, one per lane, shared by shuffles; shifts for divisions (block sizes that
  *     are powers of two).
- *  4, 5. dense-one-launch, dense-varlen: not paged: lesson 06's versions 5 and 6 on the same values
+ *  4. paged-overlap: version 3 with the Q tile loaded before the table is read, and two blocks per
+ *     SM (half the ring each) when the batch needs several waves, so that a block's dependent
+ *     start runs under another block's stream.
+ *  5, 6. dense-one-launch, dense-varlen: not paged: lesson 06's versions 5 and 6 on the same values
  *     in dense tensors, run beside the paged ones as their yardstick.
  *
  * Every launcher takes the pool `[num_blocks, block_size, kv_heads, dim]` of K and of V in bf16,
@@ -34,7 +37,7 @@ extern "C" {
 #endif
 
 /** Paged versions in the lesson. */
-#define L07_PAGED_VERSIONS 3
+#define L07_PAGED_VERSIONS 4
 /** Rows of the lesson's table: the paged versions, then two dense yardsticks (lesson 06's versions
  * 5 and 6 on dense K and V holding the same values). */
 #define L07_VERSIONS (L07_PAGED_VERSIONS + 2)
@@ -46,12 +49,12 @@ extern "C" {
  * @param v_cache       the same for V
  * @param block_table   `[batch, max_blocks]` physical block of each logical block, on the device
  * @param seq_lens      `[batch]` keys of each sequence, on the device
- * @param seq_lens_host the same on the host (versions 2 and 3 plan their chunks there), or NULL
- *                      when every sequence has @p seq_kv keys (versions 2 and 3 then do not read
+ * @param seq_lens_host the same on the host (versions 2 to 4 plan their chunks there), or NULL
+ *                      when every sequence has @p seq_kv keys (versions 2 to 4 then do not read
  *                      @p seq_lens: one dependent load less before the first copy)
  * @param o             out: `[batch, seq_q, heads, dim]`, bf16
  * @param lse           out: `[batch, heads, seq_q]`, fp32
- * @param workspace,workspace_bytes versions 2 and 3's scratch (l07_paged_workspace_bytes()), zeroed
+ * @param workspace,workspace_bytes versions 2 to 4's scratch (l07_paged_workspace_bytes()), zeroed
  * once before the first call; version 1 takes none
  * @param batch,heads,kv_heads,seq_q the shape (seq_q 1..L06_MAX_SEQ_Q)
  * @param seq_kv        the longest sequence
@@ -112,6 +115,20 @@ cudaError_t l07_paged_pipeline_d128(const void *q, const void *k_cache, const vo
                                     size_t workspace_bytes, int batch, int heads, int kv_heads,
                                     int seq_q, int seq_kv, int max_blocks, int block_size,
                                     int causal, float scale, cudaStream_t stream);
+/** Version 4, head dimension 64 (block sizes that are powers of two). @copydetails l07_paged_fn */
+cudaError_t l07_paged_overlap_d64(const void *q, const void *k_cache, const void *v_cache,
+                                  const int *block_table, const int *seq_lens,
+                                  const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                  size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                  int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                  float scale, cudaStream_t stream);
+/** Version 4, head dimension 128. @copydetails l07_paged_fn */
+cudaError_t l07_paged_overlap_d128(const void *q, const void *k_cache, const void *v_cache,
+                                   const int *block_table, const int *seq_lens,
+                                   const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                   size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                   int seq_q, int seq_kv, int max_blocks, int block_size,
+                                   int causal, float scale, cudaStream_t stream);
 /** Blocks of version 2's kernel one SM holds, head dimension 64 (0 without a device). */
 int l07_paged_split_per_sm_d64(void);
 /** The same, head dimension 128. */
@@ -120,14 +137,28 @@ int l07_paged_split_per_sm_d128(void);
 int l07_paged_pipeline_per_sm_d64(void);
 /** The same, head dimension 128. */
 int l07_paged_pipeline_per_sm_d128(void);
+/** Blocks of version 4's kernel one SM holds with a ring of @p stages tiles per warp (its deep or
+ * its shallow ring, from l07_paged_overlap_ring_d64()), head dimension 64; 0 for another depth or
+ * without a device. */
+int l07_paged_overlap_per_sm_d64(int stages);
+/** The same, head dimension 128. */
+int l07_paged_overlap_per_sm_d128(int stages);
+/** The ring version 4 runs for @p batch sequences of @p units blocks each (units: KV heads x row
+ * tiles), head dimension 64: the deep one when those blocks fit in one wave at its occupancy, the
+ * shallow one (two blocks per SM) when they do not, except for lengths that differ (@p varlen 1)
+ * while the shallow ring's slots still hold every sequence in one wave. */
+int l07_paged_overlap_ring_d64(int batch, int units, int varlen);
+/** The same, head dimension 128. */
+int l07_paged_overlap_ring_d128(int batch, int units, int varlen);
 /** @} */
 
-/** The chunk length of version @p version (2 or 3) on the current device (l06_varlen_chunk() with
- * its kernel's slots); @p lens_host NULL: every sequence has @p seq_kv keys. */
+/** The chunk length of version @p version (2 to 4) on the current device (l06_varlen_chunk() with
+ * its kernel's slots, for version 4 at the ring it runs); @p lens_host NULL: every sequence has
+ * @p seq_kv keys. */
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim);
 
-/** Bytes of version @p version's workspace (2 or 3) for these lengths on the current device (0
+/** Bytes of version @p version's workspace (2 to 4) for these lengths on the current device (0
  * when every sequence is one chunk, or for version 1). */
 size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q,
                                  int seq_kv, const int *lens_host, int dim);

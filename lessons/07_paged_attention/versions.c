@@ -8,29 +8,40 @@
 
 /* [dim 64, dim 128] */
 static const l07_paged_fn kRow[2] = {l07_paged_row_d64, l07_paged_row_d128};
-/* [version 2, version 3][dim 64, dim 128] */
-static const l07_paged_fn kSplit[2][2] = {{l07_paged_split_d64, l07_paged_split_d128},
-                                          {l07_paged_pipeline_d64, l07_paged_pipeline_d128}};
+/* [version 2, 3, 4][dim 64, dim 128] */
+static const l07_paged_fn kSplit[3][2] = {{l07_paged_split_d64, l07_paged_split_d128},
+                                          {l07_paged_pipeline_d64, l07_paged_pipeline_d128},
+                                          {l07_paged_overlap_d64, l07_paged_overlap_d128}};
 static int (*const kSplitPerSm[2][2])(void) = {
     {l07_paged_split_per_sm_d64, l07_paged_split_per_sm_d128},
     {l07_paged_pipeline_per_sm_d64, l07_paged_pipeline_per_sm_d128}};
 
 l07_paged_fn l07_launcher(int version, int dim) {
   if ((dim != 64 && dim != 128) || version < 1 || version > L07_PAGED_VERSIONS) return NULL;
-  return version == 1 ? kRow[dim == 128] : kSplit[version == 3][dim == 128];
+  return version == 1 ? kRow[dim == 128] : kSplit[version - 2][dim == 128];
 }
 
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim) {
   const int units = l06_units(6, 1, heads, kv_heads, seq_q); /* of one sequence */
-  const long long slots = (long long)l06_sm_count() * kSplitPerSm[version == 3][dim == 128]();
+  int per_sm;
+  if (version == 4) /* at the ring it runs: two blocks per SM when one wave does not hold them */
+    per_sm = dim == 128 ? l07_paged_overlap_per_sm_d128(
+                              l07_paged_overlap_ring_d128(batch, units, lens_host != NULL))
+                        : l07_paged_overlap_per_sm_d64(
+                              l07_paged_overlap_ring_d64(batch, units, lens_host != NULL));
+  else
+    per_sm = kSplitPerSm[version == 3][dim == 128]();
+  const long long slots = (long long)l06_sm_count() * per_sm;
   return l06_varlen_chunk(slots > INT_MAX ? INT_MAX : (int)slots, units, lens_host, batch, seq_kv);
 }
 
 size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q,
                                  int seq_kv, const int *lens_host, int dim) {
   const int units = l06_units(6, 1, heads, kv_heads, seq_q);
-  if (version < 2 || version > 3 || units < 1 || batch < 1 || (dim != 64 && dim != 128)) return 0;
+  if (version < 2 || version > L07_PAGED_VERSIONS || units < 1 || batch < 1 ||
+      (dim != 64 && dim != 128))
+    return 0;
   const int chunk =
       l07_paged_chunk_for(version, batch, heads, kv_heads, seq_q, seq_kv, lens_host, dim);
   const int chunks = l06_varlen_chunks(chunk, lens_host, batch, seq_kv);
@@ -92,6 +103,11 @@ static size_t pipeline_workspace(const attn_problem *p) {
                                    p->kv_lens, p->dim);
 }
 
+static size_t overlap_workspace(const attn_problem *p) {
+  return l07_paged_workspace_bytes(4, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
+                                   p->kv_lens, p->dim);
+}
+
 /* The versions, named once. */
 static const attn_version kVersions[L07_VERSIONS] = {
     {.name = "paged-row",
@@ -123,6 +139,16 @@ static const attn_version kVersions[L07_VERSIONS] = {
      .supports = supports_pow2,
      .launch = run,
      .workspace = pipeline_workspace},
+    {.name = "paged-overlap",
+     .summary = "version 3 with Q before the table and two blocks per SM over several waves",
+     .kind = ATTN_PAGED,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .supports = supports_pow2,
+     .launch = run,
+     .workspace = overlap_workspace},
     {.name = "dense-one-launch",
      .summary = "yardstick: lesson 06's version 5 on dense K and V of the same values",
      .kind = ATTN_DENSE,
@@ -274,11 +300,11 @@ static int cpu_part(const attn_options *o) {
   return status | (rc != 0);
 }
 
-/* The decode loop on the GPU at this shape's heads, dimension and block size, version 3 (version
+/* The decode loop on the GPU at this shape's heads, dimension and block size, version 4 (version
  * 2 for a block size that is no power of two). */
 static int gpu_decode_loop(const attn_options *o) {
   const attn_problem *p = &o->problem;
-  const int pow2 = (p->block_size & (p->block_size - 1)) == 0, version = pow2 ? 3 : 2;
+  const int pow2 = (p->block_size & (p->block_size - 1)) == 0, version = pow2 ? 4 : 2;
   l07_loop_config cfg = {.max_live = 16,
                          .steps = 64,
                          .prompt_min = 16,

@@ -1,8 +1,9 @@
 /* Lesson 07, GPU: every version through the harness on the paged cache it builds (blocks in a
  * shuffled order, spare blocks, NaN in every slot no token owns), outputs poisoned, O and the
  * log-sum-exp checked: lengths 1, block_size - 1, block_size, block_size + 1 and a multiple of
- * nothing, block sizes 8 to 128 (and 24, which version 3 must refuse), GQA 8:1 and MQA, causal with
- * several query rows, and lengths per sequence; the dense yardsticks run on the same values. Under
+ * nothing, block sizes 8 to 128 (and 24, which versions 3 and 4 must refuse), GQA 8:1 and MQA,
+ * causal with several query rows, lengths per sequence, and batches of several waves (version 4's
+ * two blocks per SM); the dense yardsticks run on the same values. Under
  * compute-sanitizer (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its sanitizer-sized shape,
  * a few hundred keys (still several pages and 2 or more chunks of 256 keys), and the lesson's
  * default shape is left out. Exits 77 (skipped) without a GPU. */
@@ -19,6 +20,13 @@ static const int kLensASmall[] = {1, 15, 16, 17, 300};
 static const int kLensB[] = {131072, 1024, 1024, 1024, 5, 1}; /* one long, short ones */
 static const int kLensBSmall[] = {1000, 300, 300, 300, 5, 1};
 static const int kLensC[] = {7, 8, 9, 300}; /* around a block of 8 */
+/* 40 sequences of mixed lengths: more blocks than one wave holds */
+static const int kLensD[] = {2000, 1,   31,  32,  33,  500, 1999, 64, 65,  700, 2,   1000, 1500, 3,
+                             250,  900, 16,  17,  800, 77,  1234, 5,  640, 641, 999, 1,    2000, 48,
+                             49,   300, 301, 302, 100, 200, 400,  8,  9,   10,  11,  12};
+static const int kLensDSmall[] = {300, 1,  31, 32, 33,  250, 299, 64, 65, 100, 2,  200, 150, 3,
+                                  250, 90, 16, 17, 80,  77,  123, 5,  64, 65,  99, 1,   300, 48,
+                                  49,  30, 31, 32, 100, 200, 40,  8,  9,  10,  11, 12};
 
 /* Each case twice: the full one, then the sanitizer-sized one; a sanitizer-sized shape of all
  * zeros leaves the case out of a sanitizer-sized run, and `left_out` says what only the full run
@@ -58,6 +66,10 @@ static const struct {
      NULL},
     /* block size 8, causal, MQA */
     {{{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, {{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, NULL},
+    /* a batch of several waves (version 4: two blocks per SM) */
+    {{{40, 32, 8, 1, 1000, 128, 0, 16}, NULL}, {{20, 16, 8, 1, 300, 128, 0, 16}, NULL}, NULL},
+    /* the same with mixed lengths, dim 64, block size 32 */
+    {{{40, 8, 8, 1, 2000, 64, 0, 32}, kLensD}, {{40, 8, 8, 1, 300, 64, 0, 32}, kLensDSmall}, NULL},
     /* a block size no power of two */
     {{{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, {{2, 8, 2, 1, 100, 128, 0, 24}, NULL}, NULL},
 };
@@ -82,11 +94,12 @@ START_TEST(every_version_passes_awkward_pages) {
   ck_assert_int_eq(attn_run_versions(&l07_lesson, &o, &g_dev, r, stdout), 0);
   const int pow2 = (x[7] & (x[7] - 1)) == 0;
   for (int v = 0; v < L07_VERSIONS; ++v) {
-    /* the skips the table declares: version 3 wants a power-of-two block size, the dense
-     * one-launch yardstick (4) one length for every sequence */
-    const int may_skip =
-        attn_device_sm(&g_dev) < 80 || (v == 2 && !pow2) || (v == 3 && c->lens != NULL);
-    if (v == 2 && !pow2) ck_assert_int_eq(r[v].status, ATTN_SKIPPED);
+    /* the skips the table declares: versions 3 and 4 want a power-of-two block size, the dense
+     * one-launch yardstick (5) one length for every sequence */
+    const int pow2_only = v == 2 || v == 3;
+    const int may_skip = attn_device_sm(&g_dev) < 80 || (pow2_only && !pow2) ||
+                         (v == L07_PAGED_VERSIONS && c->lens != NULL);
+    if (pow2_only && !pow2) ck_assert_int_eq(r[v].status, ATTN_SKIPPED);
     if (r[v].status == ATTN_SKIPPED) {
       ck_assert_msg(may_skip, "%s skipped: %s", r[v].version->name, r[v].note);
       continue;
@@ -179,13 +192,13 @@ START_TEST(append_and_copy_on_write_through_the_manager) {
 END_TEST
 
 /* The decode loop on the GPU: forks and copy-on-write, every checked row within the bf16 tolerance,
- * no NaN from a slot nobody owns, every block back at the end; block sizes 8 and 16 (version 3)
- * and 24 (version 2), GQA 4:1 and dimension 64. Sanitizer-sized: 24 steps instead of 40, still
- * four forks and sequences that finish and free their blocks for new ones. */
+ * no NaN from a slot nobody owns, every block back at the end; block sizes 16 and 8 (version 4),
+ * 16 (version 3) and 24 (version 2), GQA 4:1 and dimension 64. Sanitizer-sized: 24 steps instead
+ * of 40, still four forks and sequences that finish and free their blocks for new ones. */
 START_TEST(gpu_decode_loop_checks_every_step) {
   if (attn_device_sm(&g_dev) < 80) return;
-  static const int bss[3] = {16, 8, 24};
-  const int bs = bss[_i], version = bs == 24 ? 2 : 3;
+  static const int bss[4] = {16, 8, 24, 16}, versions[4] = {4, 4, 2, 3};
+  const int bs = bss[_i], version = versions[_i];
   const int steps = attn_test_sanitizer_sized() ? 24 : 40;
   l07_loop_config cfg = {.max_live = 6,
                          .steps = steps,
@@ -222,6 +235,29 @@ START_TEST(gpu_decode_loop_checks_every_step) {
 }
 END_TEST
 
+/* Version 4's ring: the deep one (one block per SM) while a batch's blocks fit in one wave, the
+ * shallow one (two per SM) past it; with lengths that differ, the deep one until the shallow ring's
+ * slots overflow too; at both head dimensions, with the occupancy each gives. */
+START_TEST(overlap_ring_follows_the_waves) {
+  if (attn_device_sm(&g_dev) < 80) return;
+  const int sms = l06_sm_count();
+  ck_assert_int_gt(sms, 0);
+  for (int d = 0; d < 2; ++d) {
+    int (*ring)(int, int, int) = d ? l07_paged_overlap_ring_d128 : l07_paged_overlap_ring_d64;
+    int (*per_sm)(int) = d ? l07_paged_overlap_per_sm_d128 : l07_paged_overlap_per_sm_d64;
+    const int deep = ring(1, 8, 0), wave = sms * per_sm(deep);
+    ck_assert_int_gt(per_sm(deep), 0);
+    ck_assert_int_eq(ring(wave / 8, 8, 0), deep); /* one wave */
+    const int shallow = ring(wave / 8 + 1, 8, 0);
+    ck_assert_int_eq(shallow * 2, deep);
+    ck_assert_int_eq(per_sm(shallow), 2 * per_sm(deep));
+    ck_assert_int_eq(ring(wave / 8 + 1, 8, 1), deep); /* lengths differ, the shallow wave holds */
+    ck_assert_int_eq(ring(wave / 4 + 1, 8, 1), shallow); /* and past it */
+    ck_assert_int_eq(per_sm(deep + 1), 0);               /* a depth it does not build */
+  }
+}
+END_TEST
+
 int main(void) {
   attn_test_gpu_or_skip(&g_dev);
   Suite *s = suite_create("lesson07_gpu");
@@ -229,7 +265,8 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, every_version_passes_awkward_pages, 0, N_CASES);
   tcase_add_test(tc, append_and_copy_on_write_through_the_manager);
-  tcase_add_loop_test(tc, gpu_decode_loop_checks_every_step, 0, 3);
+  tcase_add_loop_test(tc, gpu_decode_loop_checks_every_step, 0, 4);
+  tcase_add_test(tc, overlap_ring_follows_the_waves);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 1);
 }
