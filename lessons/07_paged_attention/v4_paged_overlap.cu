@@ -9,11 +9,12 @@
  * whose loads wait behind the same shuffle. Here:
  *  - the Q tile goes first, by cp.async in a group of its own, before the table is read: its
  *    latency runs under the table's; the loop's waits still count one group per tile;
- *  - the ring depth is an argument: FD_STAGES tiles per warp (one block per SM, 196 KiB at dim
- *    128) when the whole batch's blocks fit in one wave of those, half of it (two blocks per SM,
- *    100 KiB) when they do not. Two resident blocks keep the same bytes in flight per SM, and when
- *    one of them ends, the block that replaces it waits for its table and its first tiles while
- *    the other streams, instead of leaving the SM idle for two round trips once per wave:
+ *  - two kernels of one body, one per ring depth: FD_STAGES tiles per warp (one block per SM,
+ *    196 KiB at dim 128) when the whole batch's blocks fit in one wave of those, half of it (two
+ *    blocks per SM, 100 KiB) when they do not. Two resident blocks keep the same bytes in flight
+ *    per SM, and when one of them ends, the block that replaces it waits for its table and its
+ *    first tiles while the other streams, instead of leaving the SM idle for two round trips once
+ *    per wave:
  *
  *        one per SM:  [table][first tiles][stream .........][merge][table][first tiles][stream ..
  *        two per SM:  [table][first tiles][stream ..................][merge][table][first tiles]..
@@ -28,12 +29,14 @@
  * keys (2 and 8 waves of one-per-SM blocks) version 4 gains 5-7% over version 3, and at batch 1
  * to 8, one wave, about a microsecond.
  *
- * Measured: (H200, 2026-11-24, docs/results/h200-l07c-2026-11-24) 3364 GB/s at the default shape,
- * 95.0% of lesson 06's version 5 on the same values (version 3: 94.8%); batch 128 with 1k keys
- * 4.05 TB/s, 97.6% (version 3: 93.9%); batch 32 with 8k keys 4.37 TB/s, 99.9% (96.4%). In the
- * peer run, at 1k keys: 0.41 TB/s at batch 1 (version 3: 0.28), 3.70 at batch 32 (3.28); against
- * cuDNN's paged graph 1.01x to 1.18x at 1k keys, 0.97x and 0.98x at batch 128 with 8k and 32k
- * keys, where the shallow ring is 1-2% slower than version 3's deep one.
+ * Measured: (H200, 2026-11-24, docs/results/h200-l07c-2026-11-24) 3436 GB/s at the default shape,
+ * 95.9% of lesson 06's version 5 on the same values (version 3: 94.8%); batch 128 with 1k keys
+ * 4.06 TB/s, 97.8% (version 3: 93.8%); batch 32 with 8k keys 4.37 TB/s, 99.7% (96.6%); dim 64
+ * 95.0% (91.2%). In the peer run, at 1k keys: 0.41 TB/s at batch 1 (version 3: 0.29), 3.65 at
+ * batch 32 (3.25); against cuDNN's paged graph 1.10x to 1.20x at 1k keys up to batch 32, 0.98x
+ * to 1.00x at batch 128. A first form that passed the depth as a kernel argument measured 1-2%
+ * slower than version 3 at batch 128 with 8k and 32k keys; with the depth a literal per kernel it
+ * is 2-3% faster there.
  *
  * Run: `./run 4`, `./run 4 --batch 128 --kv-seq 1024`, `make diff-7 A=3 B=4`.
  */
@@ -60,11 +63,13 @@
 #define FD_MERGE 16                     /**< chunks whose loads the merge has in flight at once */
 #define FD_ROWB (HEAD_DIM * 2)          /**< bytes per key row */
 #define FD_TILE_BYTES (FD_TK * FD_ROWB) /**< one K or V tile: 4 KiB at dim 128 */
-#define FD_STAGES (HEAD_DIM == 64 ? 12 : 6) /**< the deep ring: tiles in flight per warp, 48 KiB */
-#define FD_SHALLOW (FD_STAGES / 2)          /**< the shallow ring: two blocks per SM */
+/** The deep ring: tiles in flight per warp, 48 KiB of K and V. */
+#define FD_STAGES (HEAD_DIM == 64 ? 12 : 6)
+/** The shallow ring: half the deep one, two blocks per SM. */
+#define FD_SHALLOW (FD_STAGES / 2)
 /** Bytes of one warp's slice for a ring of @p st tiles: st buffers of K and V; the warp's fp32
  * 16 x dim state reuses it at the end (16 x dim x 4 = 2 tiles). */
-#define FD_WARP_BYTES(st) ((st) * 2 * FD_TILE_BYTES)
+#define FD_WARP_BYTES(st) ((st)*2 * FD_TILE_BYTES)
 /** Dynamic shared memory for a ring of @p st tiles: the Q tile, then the warps' slices. */
 #define FD_SMEM_BYTES(st) (FD_TILE_BYTES + FD_WARPS * FD_WARP_BYTES(st))
 #define FD_LOG2E 1.4426950408889634f /**< e^x = 2^(x log2 e) */
@@ -74,8 +79,10 @@
 #define FD_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define FD_CAT(a, b) FD_CAT_(a, b)
-/** This build's kernel: l07_paged_overlap_kernel_d64 or l07_paged_overlap_kernel_d128. */
-#define FD_KERNEL FD_CAT(l07_paged_overlap_kernel_d, HEAD_DIM)
+/** This build's kernel with the deep ring: l07_paged_overlap_deep_d64 or _d128. */
+#define FD_KERNEL_DEEP FD_CAT(l07_paged_overlap_deep_d, HEAD_DIM)
+/** This build's kernel with the shallow ring: l07_paged_overlap_shallow_d64 or _d128. */
+#define FD_KERNEL_SHALLOW FD_CAT(l07_paged_overlap_shallow_d, HEAD_DIM)
 /** This build's launcher: l07_paged_overlap_d64() or l07_paged_overlap_d128(), in
  * paged_attention.h. */
 #define FD_LAUNCH FD_CAT(l07_paged_overlap_d, HEAD_DIM)
@@ -218,20 +225,22 @@ static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh,
  * tile's rows are group rows rt * 16 + rr, r = i * G + hg for token i and query head kvh * G + hg.
  * A sequence of one chunk writes O and the log-sum-exp; with more, each block's partial state
  * (normalised O, lse) goes to its slot of the workspace and the last block of the (sequence, unit)
- * to finish merges them. */
-static __global__ void __launch_bounds__(L06_THREADS, 2)
-    FD_KERNEL(const attn_bf16 *__restrict__ q,      // [batch, seq_q, heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ v,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
-              const int *__restrict__ block_table,  // [batch, max_blocks]
-              attn_bf16 *__restrict__ o,            // [batch, seq_q, heads, HEAD_DIM]
-              float *__restrict__ lse,              // [batch, heads, seq_q]
-              float *__restrict__ part_o,           // [chunks, units, 16, HEAD_DIM]
-              float *__restrict__ part_lse,         // [chunks, units, 16]
-              int *__restrict__ count,              // [batch, units], 0 between calls
-              const int *__restrict__ seq_lens,     // [batch]
-              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
-              float scale_log2, int n_rt, int chunk, int max_blocks, int shift, int stages) {
+ * to finish merges them. The body of both kernels below: each passes its ring depth as a literal,
+ * so that after inlining @p stages is a constant (the waits, the ring slots, the prologue's trip
+ * count), as FD_STAGES is in version 3. */
+static __device__ __forceinline__ void fd_body(
+    const attn_bf16 *__restrict__ q,      // [batch, seq_q, heads, HEAD_DIM]
+    const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+    const attn_bf16 *__restrict__ v,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+    const int *__restrict__ block_table,  // [batch, max_blocks]
+    attn_bf16 *__restrict__ o,            // [batch, seq_q, heads, HEAD_DIM]
+    float *__restrict__ lse,              // [batch, heads, seq_q]
+    float *__restrict__ part_o,           // [chunks, units, 16, HEAD_DIM]
+    float *__restrict__ part_lse,         // [chunks, units, 16]
+    int *__restrict__ count,              // [batch, units], 0 between calls
+    const int *__restrict__ seq_lens,     // [batch]
+    int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+    int n_rt, int chunk, int max_blocks, int shift, int stages) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float part_m[FD_WARPS][16], part_l[FD_WARPS][16];
   const uint32_t sq = smem_u32(smem);
@@ -351,7 +360,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
       cp_async_commit(); /* possibly empty: keeps one group per iteration */
     }
     fd_wait_stages(stages); /* my copies of tile `it` have landed */
-    __syncwarp();     /* and the other lanes' */
+    __syncwarp();           /* and the other lanes' */
     const int key0 = j0 + (warp + it * FD_WARPS) * FD_TK;
     const uint32_t sk = sw + rbuf * 2 * FD_TILE_BYTES, sv = sk + FD_TILE_BYTES;
     rbuf = rbuf + 1 == stages ? 0 : rbuf + 1;
@@ -525,6 +534,32 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
   }
 }
 
+/** The kernel with the deep ring (one block per SM). */
+static __global__ void __launch_bounds__(L06_THREADS, 2)
+    FD_KERNEL_DEEP(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
+                   const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,
+                   attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,
+                   float *__restrict__ part_lse, int *__restrict__ count,
+                   const int *__restrict__ seq_lens, int batch, int heads, int kv_heads, int seq_q,
+                   int seq_kv, int causal, float scale_log2, int n_rt, int chunk, int max_blocks,
+                   int shift) {
+  fd_body(q, k, v, block_table, o, lse, part_o, part_lse, count, seq_lens, batch, heads, kv_heads,
+          seq_q, seq_kv, causal, scale_log2, n_rt, chunk, max_blocks, shift, FD_STAGES);
+}
+
+/** The kernel with the shallow ring (two blocks per SM). */
+static __global__ void __launch_bounds__(L06_THREADS, 2)
+    FD_KERNEL_SHALLOW(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
+                      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,
+                      attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                      float *__restrict__ part_o, float *__restrict__ part_lse,
+                      int *__restrict__ count, const int *__restrict__ seq_lens, int batch,
+                      int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+                      int n_rt, int chunk, int max_blocks, int shift) {
+  fd_body(q, k, v, block_table, o, lse, part_o, part_lse, count, seq_lens, batch, heads, kv_heads,
+          seq_q, seq_kv, causal, scale_log2, n_rt, chunk, max_blocks, shift, FD_SHALLOW);
+}
+
 /** Blocks of the kernel one SM holds with a ring of @p stages tiles per warp (FD_STAGES or
  * FD_SHALLOW; l07_paged_overlap_per_sm_d64() or _d128()), queried once per depth; 0 for another
  * depth or without a device. */
@@ -534,9 +569,10 @@ extern "C" int FD_PER_SM(int stages) {
   const int i = stages == FD_STAGES;
   if (per_sm[i] > 0) return per_sm[i];
   int n = 0;
-  if (cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           FD_SMEM_BYTES(FD_STAGES)) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, FD_KERNEL, L06_THREADS,
+  const void *kernel = i ? (const void *)FD_KERNEL_DEEP : (const void *)FD_KERNEL_SHALLOW;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           FD_SMEM_BYTES(stages)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, L06_THREADS,
                                                     FD_SMEM_BYTES(stages)) != cudaSuccess) {
     (void)cudaGetLastError(); /* no device: leave no error behind */
     return 0;
@@ -589,13 +625,22 @@ extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k_cache, const void 
   float *part_o =
       workspace ? (float *)((char *)workspace + l06_counter_bytes((int)(batch * units))) : NULL;
   float *part_lse = part_o ? part_o + (size_t)chunks * units * 16 * HEAD_DIM : NULL;
-  ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                FD_SMEM_BYTES(FD_STAGES)));
   const dim3 grid((unsigned)chunks, (unsigned)units);
-  FD_KERNEL<<<grid, L06_THREADS, FD_SMEM_BYTES(stages), stream>>>(
-      (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
-      (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
-      kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, chunk, max_blocks, shift, stages);
+  if (stages == FD_STAGES) {
+    ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL_DEEP, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  FD_SMEM_BYTES(FD_STAGES)));
+    FD_KERNEL_DEEP<<<grid, L06_THREADS, FD_SMEM_BYTES(FD_STAGES), stream>>>(
+        (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
+        (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
+        kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, chunk, max_blocks, shift);
+  } else {
+    ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL_SHALLOW, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  FD_SMEM_BYTES(FD_SHALLOW)));
+    FD_KERNEL_SHALLOW<<<grid, L06_THREADS, FD_SMEM_BYTES(FD_SHALLOW), stream>>>(
+        (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
+        (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
+        kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, chunk, max_blocks, shift);
+  }
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
