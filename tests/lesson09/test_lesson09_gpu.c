@@ -58,7 +58,10 @@ START_TEST(every_version_passes_awkward_shapes) {
   ck_assert_int_eq(failed, 0);
   for (int v = 0; v < L09_VERSIONS; ++v) {
     if (r[v].status == ATTN_SKIPPED) {
-      ck_assert_msg(attn_device_sm(&g_dev) < 80, "%s skipped: %s", r[v].version->name, r[v].note);
+      /* Only for want of the hardware: sm_80 for versions 1-5, an sm_90 GPU for version 6. */
+      const int sm = attn_device_sm(&g_dev);
+      ck_assert_msg(v + 1 == 6 ? sm != 90 : sm < 80, "%s skipped: %s", r[v].version->name,
+                    r[v].note);
       continue;
     }
     ck_assert_msg(r[v].status == ATTN_PASS, "%s: %s", r[v].version->name, r[v].note);
@@ -111,8 +114,8 @@ START_TEST(flat_entry_point_refuses_bad_input) {
   ck_assert_int_eq(l09_backward_flat(4, 128, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                      NULL, 0, 1, 4, 3, 16, 16, 0, 0.f, 0),
                    cudaErrorInvalidValue);
-  ck_assert_int_eq(l09_backward_flat(6, 128, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                     NULL, 0, 1, 4, 4, 16, 16, 0, 0.f, 0),
+  ck_assert_int_eq(l09_backward_flat(L09_VERSIONS + 1, 128, NULL, NULL, NULL, NULL, NULL, NULL,
+                                     NULL, NULL, NULL, NULL, 0, 1, 4, 4, 16, 16, 0, 0.f, 0),
                    cudaErrorInvalidValue);
   ck_assert_int_eq(l09_backward_flat(4, 96, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                                      NULL, 0, 1, 4, 4, 16, 16, 0, 0.f, 0),
