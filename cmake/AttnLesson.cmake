@@ -18,6 +18,9 @@
 # The lesson's folder is on the include path of whatever links attn_lNN, so tests include "<name>.h".
 
 set_property(GLOBAL PROPERTY ATTN_LESSON_OBJECT_LIBS "")
+# Object libraries a lesson adds beside its attn_lNN (lesson 09's sm_90a kernels): they go into
+# libattn_lessons too, but are no lesson of their own (no lesson-N program, no program tests).
+set_property(GLOBAL PROPERTY ATTN_EXTRA_OBJECT_LIBS "")
 set_property(GLOBAL PROPERTY ATTN_LESSON_LINK_LIBS "")
 
 function(attn_lesson)
@@ -78,6 +81,8 @@ endfunction()
 # readers' own programs. Called once, after every lesson folder has been added.
 function(attn_add_shared_library)
   get_property(objlibs GLOBAL PROPERTY ATTN_LESSON_OBJECT_LIBS)
+  get_property(extra_objlibs GLOBAL PROPERTY ATTN_EXTRA_OBJECT_LIBS)
+  list(APPEND objlibs ${extra_objlibs})
   set(objects "")
   foreach(o IN LISTS objlibs)
     list(APPEND objects $<TARGET_OBJECTS:${o}>)

@@ -9,7 +9,7 @@ build=$1
 bad=0
 for dir in "$build"/lessons/[0-9][0-9]_*/CMakeFiles/attn_l*.dir; do
   [ -d "$dir" ] || continue
-  nn=$(basename "$dir" | sed -E 's/^attn_l([0-9]+)\.dir$/\1/')
+  nn=$(basename "$dir" | sed -E 's/^attn_l([0-9]+)(_[a-z0-9]+)?\.dir$/\1/') # attn_l09_sm90a: 09
   syms=$(find "$dir" -name '*.o' -print0 | xargs -0 nm -g --defined-only 2>/dev/null | awk 'NF == 3 {print $3}' |
          c++filt | sed -E 's/^__device_stub__Z[0-9]+//; s/\(.*$//' |
          grep -vE "^(l${nn}_|L${nn}_|DW\.ref\.__gxx_personality|__cudaRegisterLinkedBinary|__nv_|_GLOBAL__|__sti____cudaRegisterAll|__fatbinwrap)" |
