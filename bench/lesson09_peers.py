@@ -49,7 +49,7 @@ Three parts, in one process on one GPU (each can run alone: --timing-only, --acc
 
     python3 bench/lesson09_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--warmup 3] [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1]
-        [--versions 1,2,3,4,5,6] [--csv FILE] [--out DIR] [--quick]
+        [--versions 1,2,3,4,5,6,7] [--csv FILE] [--out DIR] [--quick]
         [--timing-only | --accuracy-only | --memory-only] [--bar 2.0] [--budget-s 10]
         [--busy-us 100] [--max-gb G] [--accuracy-csv FILE] [--memory-csv FILE]
         [--mem-seqs 1024,...,65536] [--mem-batch 1] [--mem-heads 16] [--mem-dim 128]
@@ -95,7 +95,7 @@ except ImportError:
 
 TOKENS, HIDDEN = 16384, 2048  # the papers' grid: batch = TOKENS / seq, heads = HIDDEN / dim
 L04_VERSION = 7               # lesson 04's version that writes O and the LSE the backward reads
-L09_VERSIONS = 6              # backward.h
+L09_VERSIONS = 7              # backward.h
 BWD_OVER_FWD = 2.5            # five matrix products per tile against the forward's two
 CHECK_REL_L2 = 1e-1           # timing part: a version this far from flash's gradients is a MISMATCH
 HEADROOM = 1 << 30            # bytes kept free beside a workspace (torch's needs, fragmentation)
@@ -187,7 +187,7 @@ def model_workspace(version, s):
     d_term = 4 * s.batch * s.heads * s.seq_q                    # D = rowsum(dO o O), fp32
     if version == 1:                                            # P and dS, fp32, in HBM
         return 2 * 4 * s.batch * s.heads * s.seq_q * s.seq_kv + d_term
-    if version in (2, 3, 4, 6):                                 # + the fp32 dQ for the atomics
+    if version in (2, 3, 4, 6, 7):                              # + the fp32 dQ for the atomics
         return d_term + 4 * s.batch * s.seq_q * s.heads * s.dim
     return d_term                                               # version 5: dQ in registers
 

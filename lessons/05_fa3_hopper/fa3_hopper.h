@@ -170,6 +170,15 @@ unsigned long long *l05_timeline_get(void);
 cudaError_t l05_tensor_map_u8(void *map, const void *base, const unsigned long long size[4],
                               const unsigned long long stride[3], const unsigned box[4]);
 
+/**
+ * The same for a 4-D fp32 tensor (box[0] at most 32 elements: 128 bytes), the 128-byte swizzle:
+ * lesson 09's version 7 reduces its dQ blocks into the fp32 dQ through it
+ * (cp.reduce.async.bulk.tensor ... .add).
+ * @return as l05_tensor_map()
+ */
+cudaError_t l05_tensor_map_f32(void *map, const void *base, const unsigned long long size[4],
+                               const unsigned long long stride[3], const unsigned box[4]);
+
 /** @name FP8 (version 6, head dimension 128)
  * Version 6 computes in e4m3 with one scale per tensor: its launcher first measures the largest
  * |x| of Q, K and V, writes Q and K as e4m3 (x * 448 / amax) and V transposed ([batch, kv_heads,

@@ -59,11 +59,13 @@ extern "C" cudaError_t l05_tensor_map(void *map, const void *base, int batch, in
   return cudaSuccess;
 }
 
-extern "C" cudaError_t l05_tensor_map_u8(void *map, const void *base,
-                                         const unsigned long long size[4],
-                                         const unsigned long long stride[3],
-                                         const unsigned box[4]) {
-  if (!map || !base || ((uintptr_t)base & 15) || box[0] > 128) return cudaErrorInvalidValue;
+/* A 4-D tensor map with the 128-byte swizzle over elements of `elem` bytes of type `type`: the
+ * innermost box row may be at most 128 bytes, every stride a multiple of 16 bytes. */
+static cudaError_t tensor_map_4d(void *map, CUtensorMapDataType type, int elem, const void *base,
+                                 const unsigned long long size[4],
+                                 const unsigned long long stride[3], const unsigned box[4]) {
+  if (!map || !base || ((uintptr_t)base & 15) || box[0] * (unsigned)elem > 128)
+    return cudaErrorInvalidValue;
   for (int i = 0; i < 4; ++i)
     if (size[i] < 1 || box[i] < 1 || box[i] > 256) return cudaErrorInvalidValue;
   for (int i = 0; i < 3; ++i)
@@ -76,12 +78,26 @@ extern "C" cudaError_t l05_tensor_map_u8(void *map, const void *base,
   const cuuint32_t elem_stride[4] = {1, 1, 1, 1};
   CUtensorMap m;
   memset(&m, 0, sizeof m);
-  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, (void *)base, sz, st, bx, elem_stride,
+  CUresult r = encode(&m, type, 4, (void *)base, sz, st, bx, elem_stride,
                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return cudaErrorInvalidValue;
   memcpy(map, &m, sizeof m);
   return cudaSuccess;
+}
+
+extern "C" cudaError_t l05_tensor_map_u8(void *map, const void *base,
+                                         const unsigned long long size[4],
+                                         const unsigned long long stride[3],
+                                         const unsigned box[4]) {
+  return tensor_map_4d(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, base, size, stride, box);
+}
+
+extern "C" cudaError_t l05_tensor_map_f32(void *map, const void *base,
+                                          const unsigned long long size[4],
+                                          const unsigned long long stride[3],
+                                          const unsigned box[4]) {
+  return tensor_map_4d(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, base, size, stride, box);
 }
 
 /* The timeline's device buffer (fa3_hopper.h), NULL when recording is off. */

@@ -27,6 +27,8 @@
  *     tiles and accumulates dQ in registers; bitwise the same result run to run.
  *  6. wgmma-bf16: version 4's walk on Hopper's warpgroup tensor cores (sm_90a only): every product
  *     a wgmma reading its tiles from shared memory, where TMA puts them; dQ by atomics.
+ *  7. bulkdq-bf16: version 6 with each warpgroup's dQ block staged in shared memory and added into
+ *     the fp32 dQ by a TMA reduction (cp.reduce.async.bulk.tensor) instead of per-thread atomics.
  *
  * Every version reads bf16 Q, K, V, O, dO in the BSHD layouts of attn_types.h and the fp32
  * natural-log L `[batch, heads, seq_q]`, accumulates in fp32 and writes bf16 dQ `[batch, seq_q,
@@ -47,7 +49,7 @@ extern "C" {
 #endif
 
 /** Number of versions in the lesson. */
-#define L09_VERSIONS 6
+#define L09_VERSIONS 7
 
 /** Everything one backward launch needs: device pointers and the shape. */
 typedef struct l09_grad_args {
@@ -103,11 +105,16 @@ cudaError_t l09_determ_d128(const l09_grad_args *a, cudaStream_t stream);
 cudaError_t l09_wgmma_d64(const l09_grad_args *a, cudaStream_t stream);
 /** Version 6, head dimension 128. */
 cudaError_t l09_wgmma_d128(const l09_grad_args *a, cudaStream_t stream);
+/** Version 7, dQ by TMA reductions (sm_90a; in builds without sm_90a it returns
+ * cudaErrorNotSupported), head dimension 64. */
+cudaError_t l09_bulkdq_d64(const l09_grad_args *a, cudaStream_t stream);
+/** Version 7, head dimension 128. */
+cudaError_t l09_bulkdq_d128(const l09_grad_args *a, cudaStream_t stream);
 /** @} */
 
 /**
  * Scratch bytes version @p version needs for a shape: version 1 the fp32 P and dS matrices
- * (2 * batch * heads * seq_q * seq_kv * 4 bytes) and D; versions 2-4 and 6 D and an fp32 dQ
+ * (2 * batch * heads * seq_q * seq_kv * 4 bytes) and D; versions 2-4, 6 and 7 D and an fp32 dQ
  * accumulator; version 5 D alone. 0 for an unknown version.
  */
 size_t l09_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,

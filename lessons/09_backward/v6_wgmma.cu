@@ -58,38 +58,38 @@
 #include "../05_fa3_hopper/hopper.cuh"
 #include "bwd.cuh"
 
-#define W6_BC 128                          /**< keys per block: 64 per consumer warpgroup */
-#define W6_BR (HEAD_DIM == 128 ? 64 : 128) /**< query rows per Q tile */
-#define W6_THREADS 256                     /**< two warpgroups */
-#define W6_STAGES 3                        /**< Q/dO ring */
-#define W6_NS (W6_BR / 2)                  /**< S^T, dP^T floats per thread: 64 x Br / 128 */
-#define W6_NKV (HEAD_DIM / 2)              /**< dK, dV floats per thread: 64 x dim / 128 */
-#define W6_NQ 32                           /**< dQ floats per thread: 64 x 64 / 128 */
-#define W6_KS (HEAD_DIM / 16)              /**< k-steps of S^T and dP^T (over the head dim) */
-#define W6_QK (W6_BR / 16)                 /**< k-steps of dV and dK (over the queries) */
-#define W6_KK (W6_BC / 16)                 /**< k-steps of dQ (over the keys): 8 */
-#define W6_PANELS (HEAD_DIM / 64)          /**< 64-column panels of a row: one TMA box each */
-#define W6_KV_BYTES (W6_BC * HEAD_DIM * 2) /**< one K or V tile */
-#define W6_Q_BYTES (W6_BR * HEAD_DIM * 2)  /**< one Q or dO stage */
-#define W6_DS_BYTES (W6_BR * W6_BC * 2)    /**< one dS buffer, bf16 [Br][Bc] */
-#define W6_LD_BYTES (2 * W6_BR * 4)        /**< L and D of one Q tile, fp32 */
+#define WG_BC 128                          /**< keys per block: 64 per consumer warpgroup */
+#define WG_BR (HEAD_DIM == 128 ? 64 : 128) /**< query rows per Q tile */
+#define WG_THREADS 256                     /**< two warpgroups */
+#define WG_STAGES 3                        /**< Q/dO ring */
+#define WG_NS (WG_BR / 2)                  /**< S^T, dP^T floats per thread: 64 x Br / 128 */
+#define WG_NKV (HEAD_DIM / 2)              /**< dK, dV floats per thread: 64 x dim / 128 */
+#define WG_NQ 32                           /**< dQ floats per thread: 64 x 64 / 128 */
+#define WG_KS (HEAD_DIM / 16)              /**< k-steps of S^T and dP^T (over the head dim) */
+#define WG_QK (WG_BR / 16)                 /**< k-steps of dV and dK (over the queries) */
+#define WG_KK (WG_BC / 16)                 /**< k-steps of dQ (over the keys): 8 */
+#define WG_PANELS (HEAD_DIM / 64)          /**< 64-column panels of a row: one TMA box each */
+#define WG_KV_BYTES (WG_BC * HEAD_DIM * 2) /**< one K or V tile */
+#define WG_Q_BYTES (WG_BR * HEAD_DIM * 2)  /**< one Q or dO stage */
+#define WG_DS_BYTES (WG_BR * WG_BC * 2)    /**< one dS buffer, bf16 [Br][Bc] */
+#define WG_LD_BYTES (2 * WG_BR * 4)        /**< L and D of one Q tile, fp32 */
 /** Dynamic shared memory: K, V, the Q and dO stages, two dS buffers, two L/D buffers, the
  * mbarriers (K/V, then one per stage), and 1024 bytes to align the start to a swizzle atom. */
-#define W6_SMEM_BYTES \
-  (2 * W6_KV_BYTES + 2 * W6_STAGES * W6_Q_BYTES + 2 * W6_DS_BYTES + 2 * W6_LD_BYTES + 64 + 1024)
+#define WG_SMEM_BYTES \
+  (2 * WG_KV_BYTES + 2 * WG_STAGES * WG_Q_BYTES + 2 * WG_DS_BYTES + 2 * WG_LD_BYTES + 64 + 1024)
 
 /** This build's kernel: l09_wgmma_kernel_d64 or l09_wgmma_kernel_d128. */
-#define W6_KERNEL BW_CAT(l09_wgmma_kernel_d, HEAD_DIM)
+#define WG_KERNEL BW_CAT(l09_wgmma_kernel_d, HEAD_DIM)
 /** This build's launcher: l09_wgmma_d64() or l09_wgmma_d128(). */
-#define W6_LAUNCH BW_CAT(l09_wgmma_d, HEAD_DIM)
+#define WG_LAUNCH BW_CAT(l09_wgmma_d, HEAD_DIM)
 /** dV += P^T dO and dK += dS^T Q for one k-step: A from registers, N = HEAD_DIM. */
-#define W6_WGMMA_KV BW_CAT(wgmma_rs_n, HEAD_DIM)
+#define WG_WGMMA_KV BW_CAT(wgmma_rs_n, HEAD_DIM)
 #if HEAD_DIM == 128
 /** S^T = K Q^T for one k-step: N = Br = 64 queries. */
-#define W6_WGMMA_S wgmma_ss_n64
+#define WG_WGMMA_S wgmma_ss_n64
 #else
 /** S^T = K Q^T for one k-step: N = Br = 128 queries. */
-#define W6_WGMMA_S wgmma_ss_n128
+#define WG_WGMMA_S wgmma_ss_n128
 #endif
 
 #if HEAD_DIM == 128
@@ -145,23 +145,23 @@ static __device__ __forceinline__ void red_add_v2(float *p, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
 
-/** The first Q tile (of W6_BR rows) with a row that sees key @p j0. */
+/** The first Q tile (of WG_BR rows) with a row that sees key @p j0. */
 static __device__ __forceinline__ int first_q_tile(int j0, int seq_q, int seq_kv, int causal) {
-  const int n = attn_cdiv(seq_q, W6_BR);
+  const int n = attn_cdiv(seq_q, WG_BR);
   if (!causal) return 0;
   const long long row = (long long)j0 - ((long long)seq_kv - seq_q); /* first row that sees j0 */
   if (row <= 0) return 0;
-  return row >= seq_q ? n : (int)(row / W6_BR);
+  return row >= seq_q ? n : (int)(row / WG_BR);
 }
 
-/** The first Q tile whose every row sees every key of [j0, j0 + W6_BC). */
+/** The first Q tile whose every row sees every key of [j0, j0 + WG_BC). */
 static __device__ __forceinline__ int first_unmasked_q_tile(int j0, int seq_q, int seq_kv,
                                                             int causal) {
-  const int n = attn_cdiv(seq_q, W6_BR), first = first_q_tile(j0, seq_q, seq_kv, causal);
+  const int n = attn_cdiv(seq_q, WG_BR), first = first_q_tile(j0, seq_q, seq_kv, causal);
   if (!causal) return 0;
-  const long long last = (j0 + W6_BC < seq_kv ? j0 + W6_BC : seq_kv) - 1;
+  const long long last = (j0 + WG_BC < seq_kv ? j0 + WG_BC : seq_kv) - 1;
   const long long row = last - ((long long)seq_kv - seq_q); /* first row that sees them all */
-  long long t = row <= 0 ? 0 : (row + W6_BR - 1) / W6_BR;
+  long long t = row <= 0 ? 0 : (row + WG_BR - 1) / WG_BR;
   if (t < first) t = first;
   return t > n ? n : (int)t;
 }
@@ -172,19 +172,19 @@ static __device__ __forceinline__ void issue_q_step(const CUtensorMap *tm_q,
                                                     const CUtensorMap *tm_o, uint32_t sQ,
                                                     uint32_t sO, uint32_t bar, int h, int q0,
                                                     int b) {
-  mbar_arrive_expect_tx(bar, 2 * W6_Q_BYTES);
+  mbar_arrive_expect_tx(bar, 2 * WG_Q_BYTES);
 #pragma unroll
-  for (int p = 0; p < W6_PANELS; ++p) {
-    tma_load_4d(sQ + p * W6_BR * 128, tm_q, bar, p * 64, h, q0, b);
-    tma_load_4d(sO + p * W6_BR * 128, tm_o, bar, p * 64, h, q0, b);
+  for (int p = 0; p < WG_PANELS; ++p) {
+    tma_load_4d(sQ + p * WG_BR * 128, tm_q, bar, p * 64, h, q0, b);
+    tma_load_4d(sO + p * WG_BR * 128, tm_o, bar, p * 64, h, q0, b);
   }
 }
 
 /** The value thread @p tid contributes to the L/D buffer of a Q tile: L (times log2 e) of row tid
- * for tid < W6_BR, D of row tid - W6_BR below 2 W6_BR; 0 for rows past seq_q. */
+ * for tid < WG_BR, D of row tid - WG_BR below 2 WG_BR; 0 for rows past seq_q. */
 static __device__ __forceinline__ float ld_value(const float *lse, const float *dd, int tid,
                                                  size_t row0, int q0, int seq_q) {
-  const int which = tid / W6_BR, r = tid % W6_BR;
+  const int which = tid / WG_BR, r = tid % WG_BR;
   if (which > 1 || q0 + r >= seq_q) return 0.f;
   return which ? dd[row0 + q0 + r] : lse[row0 + q0 + r] * BW_LOG2E;
 }
@@ -209,11 +209,11 @@ static __device__ __forceinline__ float ld_value(const float *lse, const float *
  *       red.add into the fp32 dQ                                64 w..; dim 64: rows 64 w.., all
  */
 /* clang-format on */
-static __global__ void __launch_bounds__(W6_THREADS, 1)
-    W6_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q, boxes of 64 x W6_BR
-              const __grid_constant__ CUtensorMap tm_o,  // dO, boxes of 64 x W6_BR
-              const __grid_constant__ CUtensorMap tm_k,  // K, boxes of 64 x W6_BC
-              const __grid_constant__ CUtensorMap tm_v,  // V, boxes of 64 x W6_BC
+static __global__ void __launch_bounds__(WG_THREADS, 1)
+    WG_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q, boxes of 64 x WG_BR
+              const __grid_constant__ CUtensorMap tm_o,  // dO, boxes of 64 x WG_BR
+              const __grid_constant__ CUtensorMap tm_k,  // K, boxes of 64 x WG_BC
+              const __grid_constant__ CUtensorMap tm_v,  // V, boxes of 64 x WG_BC
               const float *__restrict__ lse,             // [batch, heads, seq_q]
               const float *__restrict__ dd,              // D, [batch, heads, seq_q]
               float *__restrict__ dq_acc,                // [batch, seq_q, heads, HEAD_DIM]
@@ -222,55 +222,55 @@ static __global__ void __launch_bounds__(W6_THREADS, 1)
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale) {
   extern __shared__ unsigned char smem[];
   const uint32_t sK = (smem_u32(smem) + 1023u) & ~1023u;
-  const uint32_t sV = sK + W6_KV_BYTES;
-  const uint32_t sQ0 = sV + W6_KV_BYTES;              /* [stage] */
-  const uint32_t sO0 = sQ0 + W6_STAGES * W6_Q_BYTES;  /* [stage] */
-  const uint32_t sDS0 = sO0 + W6_STAGES * W6_Q_BYTES; /* [2] */
-  const uint32_t sLD0 = sDS0 + 2 * W6_DS_BYTES;       /* [2][L, D][Br] fp32 */
-  const uint32_t bar_kv = sLD0 + 2 * W6_LD_BYTES;     /* K and V landed */
+  const uint32_t sV = sK + WG_KV_BYTES;
+  const uint32_t sQ0 = sV + WG_KV_BYTES;              /* [stage] */
+  const uint32_t sO0 = sQ0 + WG_STAGES * WG_Q_BYTES;  /* [stage] */
+  const uint32_t sDS0 = sO0 + WG_STAGES * WG_Q_BYTES; /* [2] */
+  const uint32_t sLD0 = sDS0 + 2 * WG_DS_BYTES;       /* [2][L, D][Br] fp32 */
+  const uint32_t bar_kv = sLD0 + 2 * WG_LD_BYTES;     /* K and V landed */
   const uint32_t bar_q = bar_kv + 8;                  /* [stage]: Q and dO landed */
   const float *sLD_f = (const float *)(smem + (sLD0 - smem_u32(smem)));
 
   const int tid = threadIdx.x, wg = tid >> 7;
   const int warp = (tid >> 5) & 3, lane = tid & 31; /* warp in the warpgroup */
   const int g = lane >> 2, t4 = lane & 3;
-  const int k0 = blockIdx.x * W6_BC, kvh = blockIdx.y, b = blockIdx.z;
+  const int k0 = blockIdx.x * WG_BC, kvh = blockIdx.y, b = blockIdx.z;
   const int grp = heads / kv_heads, diag = seq_kv - seq_q;
   const float scale_log2 = scale * BW_LOG2E;
 
-  const int n_q_tiles = attn_cdiv(seq_q, W6_BR);
+  const int n_q_tiles = attn_cdiv(seq_q, WG_BR);
   const int first = first_q_tile(k0, seq_q, seq_kv, causal);
   const int unmasked = first_unmasked_q_tile(k0, seq_q, seq_kv, causal);
   const int per_head = n_q_tiles - first, n_walk = grp * per_head;
-  const int ragged_k = k0 + W6_BC > seq_kv;
+  const int ragged_k = k0 + WG_BC > seq_kv;
 
   if (tid == 0) {
     mbar_init(bar_kv, 1);
-    for (int s = 0; s < W6_STAGES; ++s) mbar_init(bar_q + 8 * s, 1);
+    for (int s = 0; s < WG_STAGES; ++s) mbar_init(bar_q + 8 * s, 1);
     mbar_init_fence();
     if (n_walk > 0) {
-      mbar_arrive_expect_tx(bar_kv, 2 * W6_KV_BYTES);
+      mbar_arrive_expect_tx(bar_kv, 2 * WG_KV_BYTES);
 #pragma unroll
-      for (int p = 0; p < W6_PANELS; ++p) {
-        tma_load_4d(sK + p * W6_BC * 128, &tm_k, bar_kv, p * 64, kvh, k0, b);
-        tma_load_4d(sV + p * W6_BC * 128, &tm_v, bar_kv, p * 64, kvh, k0, b);
+      for (int p = 0; p < WG_PANELS; ++p) {
+        tma_load_4d(sK + p * WG_BC * 128, &tm_k, bar_kv, p * 64, kvh, k0, b);
+        tma_load_4d(sV + p * WG_BC * 128, &tm_v, bar_kv, p * 64, kvh, k0, b);
       }
     }
     for (int t = 0; t < 2 && t < n_walk; ++t)
-      issue_q_step(&tm_q, &tm_o, sQ0 + t * W6_Q_BYTES, sO0 + t * W6_Q_BYTES, bar_q + 8 * t,
-                   kvh * grp + t / per_head, (first + t % per_head) * W6_BR, b);
+      issue_q_step(&tm_q, &tm_o, sQ0 + t * WG_Q_BYTES, sO0 + t * WG_Q_BYTES, bar_q + 8 * t,
+                   kvh * grp + t / per_head, (first + t % per_head) * WG_BR, b);
   }
   if (n_walk > 0) { /* L and D of step 0 */
     const int h = kvh * grp;
     float *dst = (float *)sLD_f;
-    if (tid < 2 * W6_BR)
-      dst[tid] = ld_value(lse, dd, tid, ((size_t)b * heads + h) * seq_q, first * W6_BR, seq_q);
+    if (tid < 2 * WG_BR)
+      dst[tid] = ld_value(lse, dd, tid, ((size_t)b * heads + h) * seq_q, first * WG_BR, seq_q);
   }
   __syncthreads();
 
-  float acc_dv[W6_NKV], acc_dk[W6_NKV];
+  float acc_dv[WG_NKV], acc_dk[WG_NKV];
 #pragma unroll
-  for (int i = 0; i < W6_NKV; ++i) acc_dv[i] = acc_dk[i] = 0.f;
+  for (int i = 0; i < WG_NKV; ++i) acc_dv[i] = acc_dk[i] = 0.f;
 
   /* My warpgroup's 64 keys: rows 64 wg .. of the K and V tiles (A operands of S^T and dP^T). */
   const uint32_t kw_off = wg * 64 * 128;
@@ -281,46 +281,46 @@ static __global__ void __launch_bounds__(W6_THREADS, 1)
 
   if (n_walk > 0) mbar_wait(bar_kv, 0);
   for (int t = 0; t < n_walk; ++t) {
-    const int st = t % W6_STAGES, buf = t & 1;
-    const int h = kvh * grp + t / per_head, qt = first + t % per_head, q0 = qt * W6_BR;
-    const uint32_t sQ = sQ0 + st * W6_Q_BYTES, sO = sO0 + st * W6_Q_BYTES;
-    const uint32_t sDS = sDS0 + buf * W6_DS_BYTES;
-    const float *sL = sLD_f + buf * 2 * W6_BR, *sD = sL + W6_BR;
-    mbar_wait(bar_q + 8 * st, (uint32_t)((t / W6_STAGES) & 1)); /* Q_t and dO_t have landed */
+    const int st = t % WG_STAGES, buf = t & 1;
+    const int h = kvh * grp + t / per_head, qt = first + t % per_head, q0 = qt * WG_BR;
+    const uint32_t sQ = sQ0 + st * WG_Q_BYTES, sO = sO0 + st * WG_Q_BYTES;
+    const uint32_t sDS = sDS0 + buf * WG_DS_BYTES;
+    const float *sL = sLD_f + buf * 2 * WG_BR, *sD = sL + WG_BR;
+    mbar_wait(bar_q + 8 * st, (uint32_t)((t / WG_STAGES) & 1)); /* Q_t and dO_t have landed */
 
     /* S^T = K_w Q^T and dP^T = V_w dO^T: one group. */
-    float s[W6_NS], dp[W6_NS];
+    float s[WG_NS], dp[WG_NS];
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < W6_KS; ++ks) {
+    for (int ks = 0; ks < WG_KS; ++ks) {
       const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
-      const uint64_t db = wgmma_desc(sQ + pan * W6_BR * 128 + col, 16, 1024);
-      W6_WGMMA_S(s, wgmma_desc(sK + pan * W6_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
+      const uint64_t db = wgmma_desc(sQ + pan * WG_BR * 128 + col, 16, 1024);
+      WG_WGMMA_S(s, wgmma_desc(sK + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
     }
 #pragma unroll
-    for (int ks = 0; ks < W6_KS; ++ks) {
+    for (int ks = 0; ks < WG_KS; ++ks) {
       const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
-      const uint64_t db = wgmma_desc(sO + pan * W6_BR * 128 + col, 16, 1024);
-      W6_WGMMA_S(dp, wgmma_desc(sV + pan * W6_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
+      const uint64_t db = wgmma_desc(sO + pan * WG_BR * 128 + col, 16, 1024);
+      WG_WGMMA_S(dp, wgmma_desc(sV + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
     }
     wgmma_commit();
     /* Meanwhile, L and D of the next step (stored after the wait, published by this step's block
      * barrier; its buffer was last read in step t - 1, before the barrier of step t - 1). */
     float ld_next = 0.f;
     if (t + 1 < n_walk) {
-      const int h1 = kvh * grp + (t + 1) / per_head, q1 = (first + (t + 1) % per_head) * W6_BR;
+      const int h1 = kvh * grp + (t + 1) / per_head, q1 = (first + (t + 1) % per_head) * WG_BR;
       ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, q1, seq_q);
     }
     wgmma_wait0();
-    reg_fence(s, W6_NS);
-    reg_fence(dp, W6_NS);
+    reg_fence(s, WG_NS);
+    reg_fence(dp, WG_NS);
 
     /* P^T = exp2(S^T scale log2 e - L log2 e), dS^T = P^T o (dP^T - D), per element; the mask
      * where the tile needs it (the diagonal, rows past seq_q, keys past seq_kv). Element 4 nt + e:
      * key 16 warp + g + 8 (e / 2) of my 64, query 8 nt + 2 t4 + e % 2 of the tile. */
-    const int masked = qt < unmasked || q0 + W6_BR > seq_q || ragged_k;
+    const int masked = qt < unmasked || q0 + WG_BR > seq_q || ragged_k;
 #pragma unroll
-    for (int nt = 0; nt < W6_BR / 8; ++nt) {
+    for (int nt = 0; nt < WG_BR / 8; ++nt) {
       const int qc = nt * 8 + 2 * t4;
       const float2 lv = *(const float2 *)(sL + qc), dv_ = *(const float2 *)(sD + qc);
 #pragma unroll
@@ -335,9 +335,9 @@ static __global__ void __launch_bounds__(W6_THREADS, 1)
         dp[4 * nt + e] = p * (dp[4 * nt + e] - d_row);
       }
     }
-    uint32_t pa[W6_QK][4], da[W6_QK][4];
+    uint32_t pa[WG_QK][4], da[WG_QK][4];
 #pragma unroll
-    for (int kk = 0; kk < W6_QK; ++kk)
+    for (int kk = 0; kk < WG_QK; ++kk)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         pa[kk][r] = pack_bf16x2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
@@ -345,45 +345,45 @@ static __global__ void __launch_bounds__(W6_THREADS, 1)
       }
 
     /* dV_w += P^T dO and dK_w += dS^T Q: the queries are the k of both. */
-    reg_fence(acc_dv, W6_NKV);
-    reg_fence(acc_dk, W6_NKV);
+    reg_fence(acc_dv, WG_NKV);
+    reg_fence(acc_dk, WG_NKV);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < W6_QK; ++kk)
-      W6_WGMMA_KV(acc_dv, pa[kk], wgmma_desc(sO + kk * 16 * 128, W6_BR * 128, 1024), 1);
+    for (int kk = 0; kk < WG_QK; ++kk)
+      WG_WGMMA_KV(acc_dv, pa[kk], wgmma_desc(sO + kk * 16 * 128, WG_BR * 128, 1024), 1);
 #pragma unroll
-    for (int kk = 0; kk < W6_QK; ++kk)
-      W6_WGMMA_KV(acc_dk, da[kk], wgmma_desc(sQ + kk * 16 * 128, W6_BR * 128, 1024), 1);
+    for (int kk = 0; kk < WG_QK; ++kk)
+      WG_WGMMA_KV(acc_dk, da[kk], wgmma_desc(sQ + kk * 16 * 128, WG_BR * 128, 1024), 1);
     wgmma_commit();
 
     /* dS^T -> dS[buf], transposed: a query per row, as dQ = dS K takes its A operand. */
 #pragma unroll
-    for (int kk = 0; kk < W6_QK; ++kk)
-      stmatrix_x4_trans(sDS + sw128_off(16 * kk + qr, kc, W6_BR), da[kk]);
-    if (t + 1 < n_walk && tid < 2 * W6_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * W6_BR + tid] = ld_next;
+    for (int kk = 0; kk < WG_QK; ++kk)
+      stmatrix_x4_trans(sDS + sw128_off(16 * kk + qr, kc, WG_BR), da[kk]);
+    if (t + 1 < n_walk && tid < 2 * WG_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + tid] = ld_next;
     fence_proxy_async(); /* the st.shared of dS, before the tensor cores read it */
     __syncthreads();     /* dS whole; every product of step t - 1 has finished */
     if (tid == 0 && t + 2 < n_walk) {
-      const int t2 = t + 2, s2 = t2 % W6_STAGES; /* its stage was step t - 1's */
-      issue_q_step(&tm_q, &tm_o, sQ0 + s2 * W6_Q_BYTES, sO0 + s2 * W6_Q_BYTES, bar_q + 8 * s2,
-                   kvh * grp + t2 / per_head, (first + t2 % per_head) * W6_BR, b);
+      const int t2 = t + 2, s2 = t2 % WG_STAGES; /* its stage was step t - 1's */
+      issue_q_step(&tm_q, &tm_o, sQ0 + s2 * WG_Q_BYTES, sO0 + s2 * WG_Q_BYTES, bar_q + 8 * s2,
+                   kvh * grp + t2 / per_head, (first + t2 % per_head) * WG_BR, b);
     }
 
     /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. */
-    float dq[W6_NQ];
+    float dq[WG_NQ];
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < W6_KK; ++ks) {
+    for (int ks = 0; ks < WG_KK; ++ks) {
       const uint64_t da_desc =
-          wgmma_desc(sDS + (ks >> 2) * W6_BR * 128 + qa * 128 + (ks & 3) * 32, 16, 1024);
-      const uint64_t db_desc = wgmma_desc(sK + pd * W6_BC * 128 + ks * 16 * 128, W6_BC * 128, 1024);
+          wgmma_desc(sDS + (ks >> 2) * WG_BR * 128 + qa * 128 + (ks & 3) * 32, 16, 1024);
+      const uint64_t db_desc = wgmma_desc(sK + pd * WG_BC * 128 + ks * 16 * 128, WG_BC * 128, 1024);
       wgmma_ss_n64_bt(dq, da_desc, db_desc, ks > 0);
     }
     wgmma_commit();
     wgmma_wait0();
-    reg_fence(dq, W6_NQ);
-    reg_fence(acc_dv, W6_NKV);
-    reg_fence(acc_dk, W6_NKV);
+    reg_fence(dq, WG_NQ);
+    reg_fence(acc_dv, WG_NKV);
+    reg_fence(acc_dk, WG_NKV);
 
     /* Into the fp32 dQ: element 4 nt + e is row qa + 16 warp + g + 8 (e / 2), column
      * 64 pd + 8 nt + 2 t4 + e % 2. */
@@ -418,23 +418,23 @@ static __global__ void __launch_bounds__(W6_THREADS, 1)
 }
 
 /** The launcher, l09_wgmma_d64() or l09_wgmma_d128(). Workspace: D, then the fp32 dQ. */
-extern "C" cudaError_t W6_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
+extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
   ATTN_TRY(bw_check(
       a, l09_workspace_bytes(6, a->batch, a->heads, a->kv_heads, a->seq_q, a->seq_kv, HEAD_DIM)));
   const size_t rows = (size_t)a->batch * a->heads * a->seq_q;
   float *dd = (float *)a->workspace;
   float *acc = (float *)((char *)a->workspace + (rows * sizeof(float) + 255) / 256 * 256);
-  const dim3 grid((unsigned)attn_cdiv(a->seq_kv, W6_BC), (unsigned)a->kv_heads, (unsigned)a->batch);
+  const dim3 grid((unsigned)attn_cdiv(a->seq_kv, WG_BC), (unsigned)a->kv_heads, (unsigned)a->batch);
   if (grid.y > 65535u || grid.z > 65535u) return cudaErrorInvalidConfiguration;
   CUtensorMap tm_q, tm_o, tm_k, tm_v;
-  ATTN_TRY(l05_tensor_map(&tm_q, a->q, a->batch, a->seq_q, a->heads, HEAD_DIM, W6_BR));
-  ATTN_TRY(l05_tensor_map(&tm_o, a->d_o, a->batch, a->seq_q, a->heads, HEAD_DIM, W6_BR));
-  ATTN_TRY(l05_tensor_map(&tm_k, a->k, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, W6_BC));
-  ATTN_TRY(l05_tensor_map(&tm_v, a->v, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, W6_BC));
+  ATTN_TRY(l05_tensor_map(&tm_q, a->q, a->batch, a->seq_q, a->heads, HEAD_DIM, WG_BR));
+  ATTN_TRY(l05_tensor_map(&tm_o, a->d_o, a->batch, a->seq_q, a->heads, HEAD_DIM, WG_BR));
+  ATTN_TRY(l05_tensor_map(&tm_k, a->k, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, WG_BC));
+  ATTN_TRY(l05_tensor_map(&tm_v, a->v, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, WG_BC));
   ATTN_TRY(bw_dterm(a, dd, acc, stream));
   ATTN_TRY(
-      cudaFuncSetAttribute(W6_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, W6_SMEM_BYTES));
-  W6_KERNEL<<<grid, W6_THREADS, W6_SMEM_BYTES, stream>>>(
+      cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+  WG_KERNEL<<<grid, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       tm_q, tm_o, tm_k, tm_v, a->lse, dd, acc, (attn_bf16 *)a->dk, (attn_bf16 *)a->dv, a->heads,
       a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale);
   ATTN_TRY_LAUNCH();

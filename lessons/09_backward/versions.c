@@ -48,13 +48,21 @@
 #define L09_TOL_ABS_FLOOR 1e-3
 
 #if !L09_HAVE_SM90A
-/* Version 6 is sm_90a code, built with lesson 05 (CMake's ATTN_ARCHS_HOPPER holds 90a). A build
- * without it keeps the launchers, which refuse; the setup below says why. */
+/* Versions 6 and 7 are sm_90a code, built with lesson 05 (CMake's ATTN_ARCHS_HOPPER holds 90a). A
+ * build without it keeps the launchers, which refuse; the setup below says why. */
 cudaError_t l09_wgmma_d64(const l09_grad_args *a, cudaStream_t stream) {
   (void)a, (void)stream;
   return cudaErrorNotSupported;
 }
 cudaError_t l09_wgmma_d128(const l09_grad_args *a, cudaStream_t stream) {
+  (void)a, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l09_bulkdq_d64(const l09_grad_args *a, cudaStream_t stream) {
+  (void)a, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l09_bulkdq_d128(const l09_grad_args *a, cudaStream_t stream) {
   (void)a, (void)stream;
   return cudaErrorNotSupported;
 }
@@ -65,6 +73,7 @@ static const l09_launch_fn kLaunch[L09_VERSIONS][2] = {
     {l09_naive_d64, l09_naive_d128},   {l09_recompute_d64, l09_recompute_d128},
     {l09_mma_d64, l09_mma_d128},       {l09_causal_d64, l09_causal_d128},
     {l09_determ_d64, l09_determ_d128}, {l09_wgmma_d64, l09_wgmma_d128},
+    {l09_bulkdq_d64, l09_bulkdq_d128},
 };
 
 static size_t pad256(size_t x) {
@@ -83,6 +92,7 @@ size_t l09_workspace_bytes(int version, int batch, int heads, int kv_heads, int 
     case 3:
     case 4:
     case 6:
+    case 7:
       return d_term + pad256(rows * (size_t)dim * sizeof(float));
     case 5:
       return d_term;
@@ -256,10 +266,10 @@ static cudaError_t bw_setup(void **state, const attn_setup_ctx *ctx, const char 
     return *skip = "built for head dimensions 64 and 128", cudaSuccess;
   if (p->kv_lens)
     return *skip = "lengths per sequence (--kv-lens) are not in this lesson", cudaSuccess;
-  if (ctx->version == 6 && !L09_HAVE_SM90A)
+  if (ctx->version >= 6 && !L09_HAVE_SM90A)
     return *skip = "not built: sm_90a code, built with lesson 05 (ATTN_ARCHS_HOPPER=90a)",
            cudaSuccess;
-  if (ctx->version == 6 && attn_device_sm(ctx->device) != 90)
+  if (ctx->version >= 6 && attn_device_sm(ctx->device) != 90)
     return *skip = "sm_90a code (wgmma, TMA): runs on sm_90 GPUs (H100, H200) only", cudaSuccess;
   const size_t ws = l09_workspace_bytes(ctx->version, p->batch, p->heads, p->kv_heads, p->seq_q,
                                         p->seq_kv, p->dim);
@@ -443,6 +453,12 @@ static const attn_version kVersions[L09_VERSIONS] = {
      .custom = &kBackward},
     {.name = "wgmma-bf16",
      .summary = "version 4's walk on wgmma + TMA (sm_90a): operands from shared memory",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .custom = &kBackward},
+    {.name = "bulkdq-bf16",
+     .summary = "+ dQ blocks added by TMA reductions from shared memory, not atomics",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_BF16,
      .min_sm = 90,

@@ -1,0 +1,476 @@
+// clang-format off
+/** @file
+ * @brief Version 7: dQ through shared memory and a TMA reduction. Version 6 with each warpgroup's
+ *        64 x 64 block of dQ written to shared memory and added into the fp32 dQ by one
+ *        `cp.reduce.async.bulk.tensor ... .add` per 32 columns, in place of 2048 `red.global`
+ *        instructions.
+ *
+ * What changed: after dQ = dS K, a warpgroup stores its block (fp32, 16 KB) into a staging tile in
+ * the 128-byte-swizzled layout of an fp32 tensor map over the dQ accumulator, waits for its own
+ * four warps (a named barrier), and one thread issues two bulk tensor reductions (boxes of 32
+ * columns x 64 rows); the tensor memory accelerator reads the tile and adds it in L2. Rows past
+ * seq_q are clipped by the tensor map. Before the next step's store, that thread waits until the
+ * reduction has read the tile (`cp.async.bulk.wait_group.read`). The staging costs 32 KB of shared
+ * memory, so at dim 64 the Q/dO ring keeps two stages instead of three (issued one step ahead).
+ *
+ * Why: removing version 6's atomics from a development build (its dQ then wrong) cut its time by
+ * 31% at the default shape (3.31 to 2.29 ms, H200): the dQ traffic, 32 KB per Q tile per block,
+ * costs a third of the kernel. Neither fewer, wider atomics (`red.global.add.v4.f32` after a lane
+ * swap: 1-7% slower) nor a different walk order per block (so that blocks do not add into the same
+ * rows at once: 1% faster) changed that, so the cost is in how the additions reach L2, not in their
+ * count or their collisions. A bulk reduction hands L2 whole 128-byte lines.
+ *
+ * Prediction: most of the 31% back where the reduction overlaps the next Q tile: 500+ TFLOP/s at
+ * the default shape.
+ *
+ * Measured: see the lesson README (its tables are generated from the archived run).
+ *
+ * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
+ */
+// clang-format on
+/* Built twice by CMake (lessons/09_backward/CMakeLists.txt, for sm_90a only), with -DHEAD_DIM=64
+ * and -DHEAD_DIM=128. */
+#ifndef HEAD_DIM
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
+#endif
+
+#include <cuda.h>
+
+#include "../05_fa3_hopper/fa3_hopper.h"
+#include "../05_fa3_hopper/hopper.cuh"
+#include "bwd.cuh"
+
+#define WG_BC 128                           /**< keys per block: 64 per consumer warpgroup */
+#define WG_BR (HEAD_DIM == 128 ? 64 : 128)  /**< query rows per Q tile */
+#define WG_THREADS 256                      /**< two warpgroups */
+#define WG_STAGES (HEAD_DIM == 128 ? 3 : 2) /**< Q/dO ring (dim 64: the staging takes the third) \
+                                             */
+#define WG_NS (WG_BR / 2)                   /**< S^T, dP^T floats per thread: 64 x Br / 128 */
+#define WG_NKV (HEAD_DIM / 2)               /**< dK, dV floats per thread: 64 x dim / 128 */
+#define WG_NQ 32                            /**< dQ floats per thread: 64 x 64 / 128 */
+#define WG_KS (HEAD_DIM / 16)               /**< k-steps of S^T and dP^T (over the head dim) */
+#define WG_QK (WG_BR / 16)                  /**< k-steps of dV and dK (over the queries) */
+#define WG_KK (WG_BC / 16)                  /**< k-steps of dQ (over the keys): 8 */
+#define WG_PANELS (HEAD_DIM / 64)           /**< 64-column panels of a row: one TMA box each */
+#define WG_KV_BYTES (WG_BC * HEAD_DIM * 2)  /**< one K or V tile */
+#define WG_Q_BYTES (WG_BR * HEAD_DIM * 2)   /**< one Q or dO stage */
+#define WG_DS_BYTES (WG_BR * WG_BC * 2)     /**< one dS buffer, bf16 [Br][Bc] */
+#define WG_LD_BYTES (2 * WG_BR * 4)         /**< L and D of one Q tile, fp32 */
+#define WG_DQ_BYTES (64 * 64 * 4) /**< one warpgroup's dQ block, fp32: two boxes of 32 columns */
+/** Dynamic shared memory: K, V, the Q and dO stages, two dS buffers, two L/D buffers, the
+ * mbarriers (K/V, then one per stage), and 1024 bytes to align the start to a swizzle atom. */
+#define WG_SMEM_BYTES                                                                 \
+  (2 * WG_KV_BYTES + 2 * WG_STAGES * WG_Q_BYTES + 2 * WG_DS_BYTES + 2 * WG_DQ_BYTES + \
+   2 * WG_LD_BYTES + 64 + 1024)
+
+/** This build's kernel: l09_bulkdq_kernel_d64 or l09_bulkdq_kernel_d128. */
+#define WG_KERNEL BW_CAT(l09_bulkdq_kernel_d, HEAD_DIM)
+/** This build's launcher: l09_bulkdq_d64() or l09_bulkdq_d128(). */
+#define WG_LAUNCH BW_CAT(l09_bulkdq_d, HEAD_DIM)
+/** dV += P^T dO and dK += dS^T Q for one k-step: A from registers, N = HEAD_DIM. */
+#define WG_WGMMA_KV BW_CAT(wgmma_rs_n, HEAD_DIM)
+#if HEAD_DIM == 128
+/** S^T = K Q^T for one k-step: N = Br = 64 queries. */
+#define WG_WGMMA_S wgmma_ss_n64
+#else
+/** S^T = K Q^T for one k-step: N = Br = 128 queries. */
+#define WG_WGMMA_S wgmma_ss_n128
+#endif
+
+#if HEAD_DIM == 128
+/** D (+)= A B, m64n64k16, A and B from shared memory, both K-major (the transpose flags 0):
+ * wgmma_ss_n128() with half the columns. */
+static __device__ __forceinline__ void wgmma_ss_n64(float d[32], uint64_t desc_a, uint64_t desc_b,
+                                                    int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+/** D (+)= A B, m64n64k16, A from shared memory K-major, B from shared memory MN-major (the
+ * transpose flag of B 1: B is stored k-row by k-row with n contiguous, as K is for dQ = dS K). */
+static __device__ __forceinline__ void wgmma_ss_n64_bt(float d[32], uint64_t desc_a,
+                                                       uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, 0, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/** Store four 8 x 8 bf16 matrices to shared memory transposed: r[m] holds this lane's two elements
+ * of matrix m in the mma accumulator layout (row lane / 4, columns 2 (lane % 4) and + 1), and lane
+ * 8 m + i gives the address of row i of matrix m as stored, which is column i of the fragment. */
+static __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t r[4]) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
+}
+
+/** TMA: add a box of fp32 from shared memory at `src` (in the tensor map's swizzled layout) into
+ * the global tensor of `map` at coordinates (column, head, row, sequence), in L2; elements past
+ * the tensor's end are left out. Completes as a bulk group of this thread. */
+static __device__ __forceinline__ void tma_reduce_add_4d(const void *map, uint32_t src, int c0,
+                                                         int c1, int c2, int c3) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, "
+      "%5}], [%1];\n" ::"l"((uint64_t)map),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+/** Close this thread's bulk operations issued so far into one group. */
+static __device__ __forceinline__ void bulk_commit(void) {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+/** Wait until every bulk group of this thread has read its shared-memory source. */
+static __device__ __forceinline__ void bulk_wait_read0(void) {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+/** Wait until every bulk group of this thread has completed (its writes done). */
+static __device__ __forceinline__ void bulk_wait0(void) {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+/** Store two floats to shared memory at `addr` (8-byte aligned). */
+static __device__ __forceinline__ void st_shared_v2f(uint32_t addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+/** The first Q tile (of WG_BR rows) with a row that sees key @p j0. */
+static __device__ __forceinline__ int first_q_tile(int j0, int seq_q, int seq_kv, int causal) {
+  const int n = attn_cdiv(seq_q, WG_BR);
+  if (!causal) return 0;
+  const long long row = (long long)j0 - ((long long)seq_kv - seq_q); /* first row that sees j0 */
+  if (row <= 0) return 0;
+  return row >= seq_q ? n : (int)(row / WG_BR);
+}
+
+/** The first Q tile whose every row sees every key of [j0, j0 + WG_BC). */
+static __device__ __forceinline__ int first_unmasked_q_tile(int j0, int seq_q, int seq_kv,
+                                                            int causal) {
+  const int n = attn_cdiv(seq_q, WG_BR), first = first_q_tile(j0, seq_q, seq_kv, causal);
+  if (!causal) return 0;
+  const long long last = (j0 + WG_BC < seq_kv ? j0 + WG_BC : seq_kv) - 1;
+  const long long row = last - ((long long)seq_kv - seq_q); /* first row that sees them all */
+  long long t = row <= 0 ? 0 : (row + WG_BR - 1) / WG_BR;
+  if (t < first) t = first;
+  return t > n ? n : (int)t;
+}
+
+/** Thread 0: announce the bytes of Q and dO of walk step @p t on the stage's mbarrier and copy
+ * them, one TMA box per 64-column panel. */
+static __device__ __forceinline__ void issue_q_step(const CUtensorMap *tm_q,
+                                                    const CUtensorMap *tm_o, uint32_t sQ,
+                                                    uint32_t sO, uint32_t bar, int h, int q0,
+                                                    int b) {
+  mbar_arrive_expect_tx(bar, 2 * WG_Q_BYTES);
+#pragma unroll
+  for (int p = 0; p < WG_PANELS; ++p) {
+    tma_load_4d(sQ + p * WG_BR * 128, tm_q, bar, p * 64, h, q0, b);
+    tma_load_4d(sO + p * WG_BR * 128, tm_o, bar, p * 64, h, q0, b);
+  }
+}
+
+/** The value thread @p tid contributes to the L/D buffer of a Q tile: L (times log2 e) of row tid
+ * for tid < WG_BR, D of row tid - WG_BR below 2 WG_BR; 0 for rows past seq_q. */
+static __device__ __forceinline__ float ld_value(const float *lse, const float *dd, int tid,
+                                                 size_t row0, int q0, int seq_q) {
+  const int which = tid / WG_BR, r = tid % WG_BR;
+  if (which > 1 || q0 + r >= seq_q) return 0.f;
+  return which ? dd[row0 + q0 + r] : lse[row0 + q0 + r] * BW_LOG2E;
+}
+
+/* clang-format off */
+/**
+ * One block per (K/V tile of 128 keys, KV head, batch); warpgroup w owns keys 64 w .. 64 w + 63.
+ *
+ *     shared memory (1024-aligned, 128-byte swizzle; tiles as [panel][rows][64 columns])
+ *     K [128][dim], V [128][dim]            once, by TMA
+ *     Q [3][Br][dim], dO [3][Br][dim]       the ring: step t in stage t % 3, issued at step t - 2
+ *     dS [2][Br][128]                       step t's in buffer t % 2, written with stmatrix.trans
+ *     L, D [2][Br]                          step t's in buffer t % 2, written during step t - 1
+ *
+ *     warpgroup w, step t (query head h, Q tile q0):        registers of a thread (dim 128 / 64)
+ *       S^T, dP^T = K_w Q^T, V_w dO^T      (wgmma ss)      32 + 32 / 64 + 64
+ *       P^T, dS^T, packed as A fragments                    16 + 16 / 32 + 32
+ *       dV_w += P^T dO, dK_w += dS^T Q     (wgmma rs)      dV, dK: 64 + 64 / 32 + 32, the walk
+ *       dS^T -> dS[t % 2]                  (stmatrix.trans)
+ *       __syncthreads                      both halves of dS written
+ *       dQ block = dS K                    (wgmma ss)      32: dim 128: rows 0-63, columns
+ *       red.add into the fp32 dQ                                64 w..; dim 64: rows 64 w.., all
+ */
+/* clang-format on */
+static __global__ void __launch_bounds__(WG_THREADS, 1)
+    WG_KERNEL(const __grid_constant__ CUtensorMap tm_q,   // Q, boxes of 64 x WG_BR
+              const __grid_constant__ CUtensorMap tm_o,   // dO, boxes of 64 x WG_BR
+              const __grid_constant__ CUtensorMap tm_k,   // K, boxes of 64 x WG_BC
+              const __grid_constant__ CUtensorMap tm_v,   // V, boxes of 64 x WG_BC
+              const float *__restrict__ lse,              // [batch, heads, seq_q]
+              const float *__restrict__ dd,               // D, [batch, heads, seq_q]
+              const __grid_constant__ CUtensorMap tm_dq,  // the fp32 dQ, boxes of 32 x 64
+              attn_bf16 *__restrict__ dk,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
+              attn_bf16 *__restrict__ dv,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale) {
+  extern __shared__ unsigned char smem[];
+  const uint32_t sK = (smem_u32(smem) + 1023u) & ~1023u;
+  const uint32_t sV = sK + WG_KV_BYTES;
+  const uint32_t sQ0 = sV + WG_KV_BYTES;              /* [stage] */
+  const uint32_t sO0 = sQ0 + WG_STAGES * WG_Q_BYTES;  /* [stage] */
+  const uint32_t sDS0 = sO0 + WG_STAGES * WG_Q_BYTES; /* [2] */
+  const uint32_t sDQ0 = sDS0 + 2 * WG_DS_BYTES;       /* [warpgroup]: dQ block, fp32 */
+  const uint32_t sLD0 = sDQ0 + 2 * WG_DQ_BYTES;       /* [2][L, D][Br] fp32 */
+  const uint32_t bar_kv = sLD0 + 2 * WG_LD_BYTES;     /* K and V landed */
+  const uint32_t bar_q = bar_kv + 8;                  /* [stage]: Q and dO landed */
+  const float *sLD_f = (const float *)(smem + (sLD0 - smem_u32(smem)));
+
+  const int tid = threadIdx.x, wg = tid >> 7;
+  const int warp = (tid >> 5) & 3, lane = tid & 31; /* warp in the warpgroup */
+  const int g = lane >> 2, t4 = lane & 3;
+  const int k0 = blockIdx.x * WG_BC, kvh = blockIdx.y, b = blockIdx.z;
+  const int grp = heads / kv_heads, diag = seq_kv - seq_q;
+  const float scale_log2 = scale * BW_LOG2E;
+
+  const int n_q_tiles = attn_cdiv(seq_q, WG_BR);
+  const int first = first_q_tile(k0, seq_q, seq_kv, causal);
+  const int unmasked = first_unmasked_q_tile(k0, seq_q, seq_kv, causal);
+  const int per_head = n_q_tiles - first, n_walk = grp * per_head;
+  const int ragged_k = k0 + WG_BC > seq_kv;
+
+  if (tid == 0) {
+    mbar_init(bar_kv, 1);
+    for (int s = 0; s < WG_STAGES; ++s) mbar_init(bar_q + 8 * s, 1);
+    mbar_init_fence();
+    if (n_walk > 0) {
+      mbar_arrive_expect_tx(bar_kv, 2 * WG_KV_BYTES);
+#pragma unroll
+      for (int p = 0; p < WG_PANELS; ++p) {
+        tma_load_4d(sK + p * WG_BC * 128, &tm_k, bar_kv, p * 64, kvh, k0, b);
+        tma_load_4d(sV + p * WG_BC * 128, &tm_v, bar_kv, p * 64, kvh, k0, b);
+      }
+    }
+    for (int t = 0; t < WG_STAGES - 1 && t < n_walk; ++t)
+      issue_q_step(&tm_q, &tm_o, sQ0 + t * WG_Q_BYTES, sO0 + t * WG_Q_BYTES, bar_q + 8 * t,
+                   kvh * grp + t / per_head, (first + t % per_head) * WG_BR, b);
+  }
+  if (n_walk > 0) { /* L and D of step 0 */
+    const int h = kvh * grp;
+    float *dst = (float *)sLD_f;
+    if (tid < 2 * WG_BR)
+      dst[tid] = ld_value(lse, dd, tid, ((size_t)b * heads + h) * seq_q, first * WG_BR, seq_q);
+  }
+  __syncthreads();
+
+  float acc_dv[WG_NKV], acc_dk[WG_NKV];
+#pragma unroll
+  for (int i = 0; i < WG_NKV; ++i) acc_dv[i] = acc_dk[i] = 0.f;
+
+  /* My warpgroup's 64 keys: rows 64 wg .. of the K and V tiles (A operands of S^T and dP^T). */
+  const uint32_t kw_off = wg * 64 * 128;
+  /* dQ block: rows qa.. of dS (A), d panel pd of K (B). */
+  const int qa = HEAD_DIM == 128 ? 0 : 64 * wg, pd = HEAD_DIM == 128 ? wg : 0;
+  /* stmatrix.trans: my lane's row of the matrices it addresses: query 16 kk + qr, key chunk kc. */
+  const int qr = (lane & 7) + ((lane >> 4) << 3), kc = 8 * wg + 2 * warp + ((lane >> 3) & 1);
+  const int issuer = (tid & 127) == 0; /* my warpgroup's thread that issues its reductions */
+
+  if (n_walk > 0) mbar_wait(bar_kv, 0);
+  for (int t = 0; t < n_walk; ++t) {
+    const int st = t % WG_STAGES, buf = t & 1;
+    const int h = kvh * grp + t / per_head, qt = first + t % per_head, q0 = qt * WG_BR;
+    const uint32_t sQ = sQ0 + st * WG_Q_BYTES, sO = sO0 + st * WG_Q_BYTES;
+    const uint32_t sDS = sDS0 + buf * WG_DS_BYTES;
+    const float *sL = sLD_f + buf * 2 * WG_BR, *sD = sL + WG_BR;
+    mbar_wait(bar_q + 8 * st, (uint32_t)((t / WG_STAGES) & 1)); /* Q_t and dO_t have landed */
+
+    /* S^T = K_w Q^T and dP^T = V_w dO^T: one group. */
+    float s[WG_NS], dp[WG_NS];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < WG_KS; ++ks) {
+      const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
+      const uint64_t db = wgmma_desc(sQ + pan * WG_BR * 128 + col, 16, 1024);
+      WG_WGMMA_S(s, wgmma_desc(sK + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
+    }
+#pragma unroll
+    for (int ks = 0; ks < WG_KS; ++ks) {
+      const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
+      const uint64_t db = wgmma_desc(sO + pan * WG_BR * 128 + col, 16, 1024);
+      WG_WGMMA_S(dp, wgmma_desc(sV + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
+    }
+    wgmma_commit();
+    /* Meanwhile, L and D of the next step (stored after the wait, published by this step's block
+     * barrier; its buffer was last read in step t - 1, before the barrier of step t - 1). */
+    float ld_next = 0.f;
+    if (t + 1 < n_walk) {
+      const int h1 = kvh * grp + (t + 1) / per_head, q1 = (first + (t + 1) % per_head) * WG_BR;
+      ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, q1, seq_q);
+    }
+    wgmma_wait0();
+    reg_fence(s, WG_NS);
+    reg_fence(dp, WG_NS);
+
+    /* P^T = exp2(S^T scale log2 e - L log2 e), dS^T = P^T o (dP^T - D), per element; the mask
+     * where the tile needs it (the diagonal, rows past seq_q, keys past seq_kv). Element 4 nt + e:
+     * key 16 warp + g + 8 (e / 2) of my 64, query 8 nt + 2 t4 + e % 2 of the tile. */
+    const int masked = qt < unmasked || q0 + WG_BR > seq_q || ragged_k;
+#pragma unroll
+    for (int nt = 0; nt < WG_BR / 8; ++nt) {
+      const int qc = nt * 8 + 2 * t4;
+      const float2 lv = *(const float2 *)(sL + qc), dv_ = *(const float2 *)(sD + qc);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float l2 = (e & 1) ? lv.y : lv.x, d_row = (e & 1) ? dv_.y : dv_.x;
+        float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -l2));
+        if (masked) {
+          const int j = k0 + 64 * wg + 16 * warp + g + 8 * (e >> 1), i = q0 + qc + (e & 1);
+          p = (j < seq_kv && i < seq_q && (!causal || j <= i + diag)) ? p : 0.f;
+        }
+        s[4 * nt + e] = p;
+        dp[4 * nt + e] = p * (dp[4 * nt + e] - d_row);
+      }
+    }
+    uint32_t pa[WG_QK][4], da[WG_QK][4];
+#pragma unroll
+    for (int kk = 0; kk < WG_QK; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        pa[kk][r] = pack_bf16x2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+        da[kk][r] = pack_bf16x2(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+      }
+
+    /* dV_w += P^T dO and dK_w += dS^T Q: the queries are the k of both. */
+    reg_fence(acc_dv, WG_NKV);
+    reg_fence(acc_dk, WG_NKV);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < WG_QK; ++kk)
+      WG_WGMMA_KV(acc_dv, pa[kk], wgmma_desc(sO + kk * 16 * 128, WG_BR * 128, 1024), 1);
+#pragma unroll
+    for (int kk = 0; kk < WG_QK; ++kk)
+      WG_WGMMA_KV(acc_dk, da[kk], wgmma_desc(sQ + kk * 16 * 128, WG_BR * 128, 1024), 1);
+    wgmma_commit();
+
+    /* dS^T -> dS[buf], transposed: a query per row, as dQ = dS K takes its A operand. */
+#pragma unroll
+    for (int kk = 0; kk < WG_QK; ++kk)
+      stmatrix_x4_trans(sDS + sw128_off(16 * kk + qr, kc, WG_BR), da[kk]);
+    if (t + 1 < n_walk && tid < 2 * WG_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + tid] = ld_next;
+    fence_proxy_async(); /* the st.shared of dS, before the tensor cores read it */
+    __syncthreads();     /* dS whole; every product of step t - 1 has finished */
+    if (tid == 0 && t + WG_STAGES - 1 < n_walk) {
+      const int t2 = t + WG_STAGES - 1, s2 = t2 % WG_STAGES; /* its stage was step t - 1's */
+      issue_q_step(&tm_q, &tm_o, sQ0 + s2 * WG_Q_BYTES, sO0 + s2 * WG_Q_BYTES, bar_q + 8 * s2,
+                   kvh * grp + t2 / per_head, (first + t2 % per_head) * WG_BR, b);
+    }
+
+    /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. */
+    float dq[WG_NQ];
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < WG_KK; ++ks) {
+      const uint64_t da_desc =
+          wgmma_desc(sDS + (ks >> 2) * WG_BR * 128 + qa * 128 + (ks & 3) * 32, 16, 1024);
+      const uint64_t db_desc = wgmma_desc(sK + pd * WG_BC * 128 + ks * 16 * 128, WG_BC * 128, 1024);
+      wgmma_ss_n64_bt(dq, da_desc, db_desc, ks > 0);
+    }
+    wgmma_commit();
+    wgmma_wait0();
+    reg_fence(dq, WG_NQ);
+    reg_fence(acc_dv, WG_NKV);
+    reg_fence(acc_dk, WG_NKV);
+
+    /* Into my staging tile, then into the fp32 dQ by TMA. Element 4 nt + e is row
+     * 16 warp + g + 8 (e / 2) of the block, column 8 nt + 2 t4 + e % 2: box column / 32, its
+     * 16-byte chunk (column % 32) / 4 swizzled with the row. */
+    const uint32_t sDQ = sDQ0 + wg * WG_DQ_BYTES;
+    if (issuer) bulk_wait_read0(); /* the previous block has left the staging tile */
+    named_bar_sync(1 + wg, 128);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = 16 * warp + g + 8 * hf, c = 8 * nt + 2 * t4, cc = c & 31;
+        st_shared_v2f(sDQ + (c >> 5) * (WG_DQ_BYTES / 2) + r * 128 +
+                          ((((cc >> 2) ^ (r & 7)) << 4) | ((cc & 3) << 2)),
+                      dq[4 * nt + 2 * hf], dq[4 * nt + 2 * hf + 1]);
+      }
+    fence_proxy_async(); /* the st.shared, before TMA reads them */
+    named_bar_sync(1 + wg, 128);
+    if (issuer) {
+      tma_reduce_add_4d(&tm_dq, sDQ, 64 * pd, h, q0 + qa, b);
+      tma_reduce_add_4d(&tm_dq, sDQ + WG_DQ_BYTES / 2, 64 * pd + 32, h, q0 + qa, b);
+      bulk_commit();
+    }
+  }
+  if (issuer) bulk_wait0(); /* the last reductions done before the block ends */
+
+  /* dK = scale * acc_dk and dV = acc_dv for my 64 keys, bf16: element 4 dt + e is key
+   * 16 warp + g + 8 (e / 2), column 8 dt + 2 t4 + e % 2. */
+  const size_t kv_row = (size_t)kv_heads * HEAD_DIM;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int j = k0 + 64 * wg + 16 * warp + g + 8 * hf;
+    if (j >= seq_kv) continue;
+    attn_bf16 *dkr = dk + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
+    attn_bf16 *dvr = dv + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+      const int d = dt * 8 + 2 * t4;
+      *(uint32_t *)(dkr + d) =
+          pack_bf16x2(acc_dk[4 * dt + 2 * hf] * scale, acc_dk[4 * dt + 2 * hf + 1] * scale);
+      *(uint32_t *)(dvr + d) = pack_bf16x2(acc_dv[4 * dt + 2 * hf], acc_dv[4 * dt + 2 * hf + 1]);
+    }
+  }
+}
+
+/** The launcher, l09_bulkdq_d64() or l09_bulkdq_d128(). Workspace: D, then the fp32 dQ. */
+extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
+  ATTN_TRY(bw_check(
+      a, l09_workspace_bytes(7, a->batch, a->heads, a->kv_heads, a->seq_q, a->seq_kv, HEAD_DIM)));
+  const size_t rows = (size_t)a->batch * a->heads * a->seq_q;
+  float *dd = (float *)a->workspace;
+  float *acc = (float *)((char *)a->workspace + (rows * sizeof(float) + 255) / 256 * 256);
+  const dim3 grid((unsigned)attn_cdiv(a->seq_kv, WG_BC), (unsigned)a->kv_heads, (unsigned)a->batch);
+  if (grid.y > 65535u || grid.z > 65535u) return cudaErrorInvalidConfiguration;
+  CUtensorMap tm_q, tm_o, tm_k, tm_v, tm_dq;
+  const unsigned long long dq_size[4] = {HEAD_DIM, (unsigned long long)a->heads,
+                                         (unsigned long long)a->seq_q,
+                                         (unsigned long long)a->batch};
+  const unsigned long long dq_stride[3] = {HEAD_DIM * 4ull,
+                                           (unsigned long long)a->heads * HEAD_DIM * 4,
+                                           (unsigned long long)a->seq_q * a->heads * HEAD_DIM * 4};
+  const unsigned dq_box[4] = {32, 1, 64, 1};
+  ATTN_TRY(l05_tensor_map_f32(&tm_dq, acc, dq_size, dq_stride, dq_box));
+  ATTN_TRY(l05_tensor_map(&tm_q, a->q, a->batch, a->seq_q, a->heads, HEAD_DIM, WG_BR));
+  ATTN_TRY(l05_tensor_map(&tm_o, a->d_o, a->batch, a->seq_q, a->heads, HEAD_DIM, WG_BR));
+  ATTN_TRY(l05_tensor_map(&tm_k, a->k, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, WG_BC));
+  ATTN_TRY(l05_tensor_map(&tm_v, a->v, a->batch, a->seq_kv, a->kv_heads, HEAD_DIM, WG_BC));
+  ATTN_TRY(bw_dterm(a, dd, acc, stream));
+  ATTN_TRY(
+      cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+  WG_KERNEL<<<grid, WG_THREADS, WG_SMEM_BYTES, stream>>>(
+      tm_q, tm_o, tm_k, tm_v, a->lse, dd, tm_dq, (attn_bf16 *)a->dk, (attn_bf16 *)a->dv, a->heads,
+      a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale);
+  ATTN_TRY_LAUNCH();
+  return bw_dq_convert(a, acc, stream);
+}
