@@ -18,7 +18,7 @@
 #include "reference_bwd.h"
 
 #ifndef L09_HAVE_SM90A
-/** 1 when CMake built version 6 (sm_90a, with lesson 05). */
+/** 1 when CMake built versions 6 and 7 (sm_90a, with lesson 05). */
 #define L09_HAVE_SM90A 0
 #endif
 /** Query rows and key rows sampled per (batch, head) on problems too big to check whole. */
