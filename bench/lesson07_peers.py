@@ -23,10 +23,14 @@ Implementations (the impl column of the CSV; README tables are generated from th
                         paging costs cuDNN
   l06-v5-one-launch     lesson 06's version 5 on the dense K and V (equal lengths only)
   l06-v6-varlen         lesson 06's version 6 on the dense K and V, with the lengths
-  v1-paged-row-bsN      lesson 07's versions (--versions 2,3,4 by default; version 1 is slow),
-  v2-paged-split-bsN    through the block table, pages of N tokens (versions 3 and 4: N a power of
+  v1-paged-row-bsN      lesson 07's versions (--versions 3,4,5 by default; version 1 is slow),
+  v2-paged-split-bsN    through the block table, pages of N tokens (versions 3 to 5: N a power of
   v3-paged-pipeline-bsN two)
   v4-paged-overlap-bsN
+  v5-paged-balance-bsN
+  read-floor            lesson 06's read floor (l06_read_floor): a plain read of as many bytes as
+                        the lengths' K + V, 16-byte loads over the whole GPU, L2 flushed before
+                        each run: what one launch of those bytes can reach
 Rows of the mixed-length pattern carry the same names with "-mixed" appended (cudnn-dense-mixed,
 v4-paged-overlap-bs16-mixed, ...); seq_kv is then the longest length and bytes the K + V needed.
 
@@ -47,7 +51,7 @@ Every implementation's O, NaN-poisoned before its checked run, is compared with 
 
     python3 bench/lesson07_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,8,32,128] [--kv-heads 8] [--kvs 1024,8192,32768,131072] [--dims 128]
-        [--block-sizes 16] [--versions 2,3,4] [--no-mixed] [--max-gb 24] [--ref-max 268435456]
+        [--block-sizes 16] [--versions 3,4,5] [--no-mixed] [--max-gb 24] [--ref-max 268435456]
         [--busy-us 100] [--out DIR]
 
 Shapes whose dense K + V would pass --max-gb are skipped and said so (the pools, 1.25 times the
@@ -78,9 +82,16 @@ SHORT = 1024          # the short sequences of the mixed pattern
 TOL = 2e-2            # largest |O - reference| that passes
 HOST_RUNS = 10        # back-to-back calls whose mean is host_us
 FE_TARGET = "/tmp/cudnnfe"
-PAGED_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap"}
+PAGED_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap",
+               5: "paged-balance"}
 PAGED_FNS = {1: "l07_paged_row_d{}", 2: "l07_paged_split_d{}", 3: "l07_paged_pipeline_d{}",
-             4: "l07_paged_overlap_d{}"}
+             4: "l07_paged_overlap_d{}", 5: "l07_paged_balance_d{}"}
+
+
+class Timing(ctypes.Structure):
+    """attn_timing (common/attn_timer.h)."""
+    _fields_ = [("median_ms", ctypes.c_double), ("min_ms", ctypes.c_double),
+                ("max_ms", ctypes.c_double), ("iters", ctypes.c_int)]
 
 
 def load_lib(path):
@@ -98,6 +109,9 @@ def load_lib(path):
     lib.l06_varlen_workspace_bytes.argtypes = [i] * 5 + [ip, i]
     lib.l07_paged_workspace_bytes.restype = sz
     lib.l07_paged_workspace_bytes.argtypes = [i] * 6 + [ip, i]
+    lib.l06_read_floor.restype = i
+    lib.l06_read_floor.argtypes = [sz, i, i, ctypes.POINTER(Timing),
+                                   ctypes.POINTER(ctypes.c_char_p)]
     for dim in (64, 128):
         # q, k, v, o, lse, workspace, bytes, seq_lens, seq_lens_host, batch .. causal, scale, stream
         f = getattr(lib, f"l06_varlen_d{dim}")
@@ -158,7 +172,7 @@ def main():
     ap.add_argument("--kvs", default="1024,8192,32768,131072")
     ap.add_argument("--dims", default="128")
     ap.add_argument("--block-sizes", default="16", help="tokens per page, e.g. 8,16,32,64,128")
-    ap.add_argument("--versions", default="2,3,4", help="lesson 07's paged versions (1..4)")
+    ap.add_argument("--versions", default="3,4,5", help="lesson 07's paged versions (1..5)")
     ap.add_argument("--mixed", action=argparse.BooleanOptionalAction, default=True,
                     help=f"also mixed lengths: the first sequence seq_kv keys, the others {SHORT} "
                          "(default; --no-mixed: equal lengths only)")
@@ -179,7 +193,7 @@ def main():
         return 0
     versions = ints(a.versions)
     if not versions or any(v not in PAGED_NAMES for v in versions):
-        print(f"lesson07_peers: --versions takes 1, 2, 3, 4; got {a.versions}")
+        print(f"lesson07_peers: --versions takes 1 to 5; got {a.versions}")
         return 1
     try:
         lib = load_lib(a.lib)
@@ -253,16 +267,18 @@ def main():
 
     top = max(versions)
     print("\nTB/s of the K + V the lengths need (2 x sum(lengths) x kv_heads x dim x 2 bytes); "
-          "l06: the better of lesson 06's dense versions 5 and 6;\n"
+          "l06: the better of lesson 06's dense versions 5 and 6; floor: a plain read of the "
+          "same bytes;\n"
           f"ratios: lesson 07's v{top} over cuDNN's paged graph and over l06")
-    print(f"{'dim':>4} {'Hkv':>4} {'bs':>4} {'batch':>5} {'kv':>7} {'lens':>5} {'c-paged':>7} "
-          f"{'c-dense':>7} {'l06':>6} " + " ".join(f"{'v' + str(v):>6}" for v in versions) +
+    print(f"{'dim':>4} {'Hkv':>4} {'bs':>4} {'batch':>5} {'kv':>7} {'lens':>5} {'floor':>6} "
+          f"{'c-paged':>7} {'c-dense':>7} {'l06':>6} " +
+          " ".join(f"{'v' + str(v):>6}" for v in versions) +
           f" {'v' + str(top) + '/c-paged':>10} {'v' + str(top) + '/l06':>7}")
     for dim, hkv, bs, batch, skv, mixed, res in table:
         cp, cd, l6 = res.get("cudnn-paged", 0.0), res.get("cudnn-dense", 0.0), res.get("l06", 0.0)
         ours = res.get(f"v{top}", 0.0)
         print(f"{dim:>4} {hkv:>4} {bs:>4} {batch:>5} {skv:>7} {'mixed' if mixed else 'equal':>5} "
-              f"{cp:>7.2f} {cd:>7.2f} {l6:>6.2f} " +
+              f"{res.get('floor', 0.0):>6.2f} {cp:>7.2f} {cd:>7.2f} {l6:>6.2f} " +
               " ".join(f"{res.get('v' + str(v), 0.0):>6.2f}" for v in versions) +
               f" {ours / cp if cp else 0:>10.2f} {ours / l6 if l6 else 0:>7.2f}")
     return env.status
@@ -424,6 +440,8 @@ def measure(env, dim, hkv, batch, skv, mixed):
         dense[f"l06-v{ver}"] = run_impl(env, chk, name + suffix, o, what, shape, where, True,
                                         l06_make)
     dense["l06"] = max((x for x in (dense.get("l06-v5"), dense.get("l06-v6")) if x), default=None)
+    dense["floor"] = read_floor(env, "read-floor" + suffix, shape, where,
+                                f"a plain read of the K + V bytes (lesson 06's l06_read_floor){tail}")
 
     results = []
     for bs in ints(a.block_sizes):
@@ -467,6 +485,25 @@ def measure(env, dim, hkv, batch, skv, mixed):
         pool_k = pool_v = table = None  # freed before the next block size's pools
         torch.cuda.empty_cache()
     return results
+
+
+def read_floor(env, name, shape, where, what):
+    """Lesson 06's read floor for the shape's bytes: prints and records it; returns its TB/s, or
+    None when it was not measured (said on the line)."""
+    t, why = Timing(), ctypes.c_char_p()
+    torch.cuda.synchronize()
+    err = env.lib.l06_read_floor(shape["bytes"], env.a.warmup, env.a.iters, ctypes.byref(t),
+                                 ctypes.byref(why))
+    if err != 0 or why.value:
+        text = f"CUDA error {err}" if err != 0 else why.value.decode()
+        print(f"l07 impl={name} {where} not measured: {text}", flush=True)
+        env.out.row(impl=name, what=what, check=f"error: {text}"[:200], **shape)
+        return None
+    tbs = shape["bytes"] / (t.median_ms * 1e-3) / 1e12
+    print(f"l07 impl={name} {where} us={t.median_ms * 1e3:.1f} tbs={tbs:.3f}", flush=True)
+    env.out.row(impl=name, what=what, ms=f"{t.median_ms:.5f}", min_ms=f"{t.min_ms:.5f}",
+                gbs=f"{tbs * 1e3:.1f}", check="ok", **shape)
+    return tbs
 
 
 def run_impl(env, chk, name, o, what, shape, where, ours, make):

@@ -2229,8 +2229,8 @@ def r_headline(a, ctx):
 
 L07_DEFAULT = att(1, 32, 1, 128, kvh=8, skv=32768)
 L07_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap",
-             5: "dense-one-launch", 6: "dense-varlen"}
-L07_PAGED = 4  # versions 1..4 are paged, 5 and 6 the dense yardsticks
+             5: "paged-balance", 6: "dense-one-launch", 7: "dense-varlen"}
+L07_PAGED = 5  # versions 1..5 are paged, 6 and 7 the dense yardsticks
 # The runs at the default shape, in the order of the default run and of
 # lessons/07_paged_attention/gpu-runs.txt (lessons.csv has no block-size column: the n-th row of a
 # version at the default shape is the n-th of these runs).
@@ -2240,7 +2240,11 @@ L07_SHAPES = [("kv 131072", att(1, 32, 1, 128, kvh=8, skv=131072)),
               ("batch 8", att(8, 32, 1, 128, kvh=8, skv=32768)),
               ("batch 32, kv 8192", att(32, 32, 1, 128, kvh=8, skv=8192)),
               ("batch 128, kv 1024", att(128, 32, 1, 128, kvh=8, skv=1024)),
+              ("batch 128, kv 8192", att(128, 32, 1, 128, kvh=8, skv=8192)),
               ("one of 131072 keys, 31 of 1024", {"kv_lens": "131072,1024x31"}),
+              ("one of 131072 keys, 7 of 1024", {"kv_lens": "131072,1024x7"}),
+              ("the same, the long one fourth", {"kv_lens": "1024x3,131072,1024x4"}),
+              ("one of 32768 keys, 7 of 1024", {"kv_lens": "32768,1024x7"}),
               ("32k, 8k, 2k, 4 x 512, 17, 1; 2 rows, causal", {"kv_lens": "32768,8192,2048,512x4,17,1"}),
               ("dim 64", att(1, 32, 1, 64, kvh=8, skv=32768)),
               ("32 KV heads, kv 8192", att(1, 32, 1, 128, kvh=32, skv=8192))]
@@ -2251,7 +2255,7 @@ def l07_missing(a):
 
 
 def l07_dense(rows):
-    """The faster dense yardstick of a run (versions 5 and 6 of its rows)."""
+    """The faster dense yardstick of a run (versions 6 and 7 of its rows)."""
     ts = [r for r in rows if r and r["version"] in (L07_PAGED + 1, L07_PAGED + 2) and r["ms"]]
     return min(ts, key=lambda r: r["ms"]) if ts else None
 
@@ -2278,20 +2282,19 @@ def r_l07_default(a, ctx):
 def r_l07_block_sizes(a, ctx):
     src = source(a, ["lessons.csv"])
     runs = {v: a.rows(7, v, timed=True, **L07_DEFAULT) for v in L07_NAMES}
-    if any(len(runs[v]) < len(L07_BLOCK_SIZES) for v in (2, 3, 4, 5, 6)):
+    paged = list(range(2, L07_PAGED + 1))
+    if any(len(runs[v]) < len(L07_BLOCK_SIZES) for v in paged + [L07_PAGED + 1, L07_PAGED + 2]):
         return src + "\n\nBlock sizes: " + NO_RUN + "."
     rows = []
     for i, bs in enumerate(L07_BLOCK_SIZES):
-        best = l07_dense([runs[5][i], runs[6][i]])
-        v2, v3, v4 = runs[2][i], runs[3][i], runs[4][i]
-        rows.append([bs, f(tbs(v2), 2), f(tbs(v3), 2), f(tbs(v4), 2), f(tbs(best), 2),
-                     pc(100.0 * best["ms"] / v2["ms"]), pc(100.0 * best["ms"] / v3["ms"]),
-                     pc(100.0 * best["ms"] / v4["ms"])])
+        best = l07_dense([runs[L07_PAGED + 1][i], runs[L07_PAGED + 2][i]])
+        rows.append([bs] + [f(tbs(runs[v][i]), 2) for v in paged] + [f(tbs(best), 2)] +
+                    [pc(100.0 * best["ms"] / runs[v][i]["ms"]) for v in paged])
     rows.sort(key=lambda r: r[0])
     return "\n".join([src, "", "The default shape at each block size (TB/s of K + V; the dense "
                       "yardstick ran beside each):", "",
-                      table(["block size", "v2", "v3", "v4", "dense", "v2 / dense", "v3 / dense",
-                             "v4 / dense"], rows)])
+                      table(["block size"] + [f"v{v}" for v in paged] + ["dense"] +
+                            [f"v{v} / dense" for v in paged], rows)])
 
 
 def r_l07_shapes(a, ctx):
@@ -2299,18 +2302,20 @@ def r_l07_shapes(a, ctx):
     if l07_missing(a):
         return src + "\n\nOther shapes: " + NO_RUN + "."
     rows = []
+    last, prev = L07_PAGED, L07_PAGED - 1
     for label, shape in L07_SHAPES:
-        rs = [a.one(7, v, **shape) for v in L07_NAMES]
-        if rs[3] is None:
-            rows.append([label] + ["-"] * 7)
+        rs = {v: a.one(7, v, **shape) for v in L07_NAMES}
+        if rs[last] is None:
+            rows.append([label] + ["-"] * (L07_PAGED + 3))
             continue
-        best = l07_dense(rs)
-        rows.append([label] + [f(tbs(rs[v]), 2) for v in range(4)] + [
-            f(tbs(best), 2), pc(100.0 * best["ms"] / rs[2]["ms"] if best and rs[2] else None),
-            pc(100.0 * best["ms"] / rs[3]["ms"] if best else None)])
+        best = l07_dense(rs.values())
+        rows.append([label] + [f(tbs(rs[v]), 2) for v in range(1, L07_PAGED + 1)] + [
+            f(tbs(best), 2),
+            pc(100.0 * best["ms"] / rs[prev]["ms"] if best and rs[prev] else None),
+            pc(100.0 * best["ms"] / rs[last]["ms"] if best else None)])
     return "\n".join([src, "", "Other rows of the same run (TB/s; block size 16):", "",
-                      table(["shape", "v1", "v2", "v3", "v4", "dense", "v3 / dense", "v4 / dense"],
-                            rows)])
+                      table(["shape"] + [f"v{v}" for v in range(1, L07_PAGED + 1)] +
+                            ["dense", f"v{prev} / dense", f"v{last} / dense"], rows)])
 
 
 def r_l07_loop(a, ctx):
@@ -2345,6 +2350,10 @@ def r_l07_peers(a, ctx):
         return src + "\n\nPeer figures: " + NO_PEERS + "."
     shapes = sorted({(r["batch"], r["seq_kv"]) for r in a.peers
                      if int(r["lesson"]) == 7 and r["impl"] == "cudnn-paged-bs16" and r["gbs"]})
+    # the two newest paged versions the run measured
+    ours = [v for v in range(1, L07_PAGED + 1)
+            if a.peer(7, f"v{v}-{L07_NAMES[v]}-bs16(-mixed)?")][-2:]
+    top = ours[-1]
     rows, wins, n, worst, dense_low = [], 0, 0, None, []
     for mixed in ("", "-mixed"):
         for b, skv in shapes:
@@ -2352,26 +2361,29 @@ def r_l07_peers(a, ctx):
 
             def rate(impl):
                 return tbs(a.peer(7, re.escape(impl + mixed), **kv))
-            cp, cd, v3, v4 = (rate(x) for x in ("cudnn-paged-bs16", "cudnn-dense",
-                                                "v3-paged-pipeline-bs16", "v4-paged-overlap-bs16"))
+            cp, cd, fl = (rate(x) for x in ("cudnn-paged-bs16", "cudnn-dense", "read-floor"))
+            vs = {v: rate(f"v{v}-{L07_NAMES[v]}-bs16") for v in ours}
             l06 = max([x for x in (rate("l06-v5-one-launch"), rate("l06-v6-varlen")) if x],
                       default=None)
-            if cp is None or v4 is None:
+            vt = vs[top]
+            if cp is None or vt is None:
                 continue
             n += 1
-            wins += v4 >= cp
-            worst = min(worst, v4 / cp) if worst else v4 / cp
+            wins += vt >= cp
+            worst = min(worst, vt / cp) if worst else vt / cp
             if l06:
-                dense_low.append(v4 / l06)
-            rows.append([b, seq_label(skv), "mixed" if mixed else "equal", f(cp, 2), f(cd, 2),
-                         f(l06, 2), f(v3, 2), f(v4, 2), xs(ratio(v4, cp)),
-                         pc(100 * v4 / l06 if l06 else None)])
-    return "\n".join([src, "", table(["batch", "kv", "lengths", "cuDNN paged", "cuDNN dense",
-                                      "lesson 06", "v3", "v4", "v4 / cuDNN paged",
-                                      "v4 % of lesson 06"], rows), "",
-                      f"Version 4 matches or beats cuDNN's paged graph on {wins} of these {n} rows; "
-                      f"its lowest ratio is {worst:.2f}. Against lesson 06's faster dense kernel on "
-                      f"the same values it runs at {100 * min(dense_low):.0f}% to "
+                dense_low.append(vt / l06)
+            rows.append([b, seq_label(skv), "mixed" if mixed else "equal", f(fl, 2), f(cp, 2),
+                         f(cd, 2), f(l06, 2)] + [f(vs[v], 2) for v in ours] +
+                        [xs(ratio(vt, cp), 3), pc(100 * vt / l06 if l06 else None),
+                         pc(100 * vt / fl if fl else None)])
+    return "\n".join([src, "", table(["batch", "kv", "lengths", "read floor", "cuDNN paged",
+                                      "cuDNN dense", "lesson 06"] + [f"v{v}" for v in ours] +
+                                     [f"v{top} / cuDNN paged", f"v{top} % of lesson 06",
+                                      f"v{top} % of the floor"], rows), "",
+                      f"Version {top} matches or beats cuDNN's paged graph on {wins} of these {n} "
+                      f"rows; its lowest ratio is {worst:.3f}. Against lesson 06's faster dense "
+                      f"kernel on the same values it runs at {100 * min(dense_low):.0f}% to "
                       f"{100 * max(dense_low):.0f}%."])
 
 

@@ -14,7 +14,10 @@
  *  4. paged-overlap: version 3 with the Q tile loaded before the table is read, and two blocks per
  *     SM (half the ring each) when the batch needs several waves, so that a block's dependent
  *     start runs under another block's stream.
- *  5, 6. dense-one-launch, dense-varlen: not paged: lesson 06's versions 5 and 6 on the same values
+ *  5. paged-balance: version 4's body with the grid in another order (the KV heads of a chunk side
+ *     by side), even chunks, and for lengths that differ a plan that weighs work
+ *     (l07_balance_chunk()) with the sequences it cuts launched first.
+ *  6, 7. dense-one-launch, dense-varlen: not paged: lesson 06's versions 5 and 6 on the same values
  *     in dense tensors, run beside the paged ones as their yardstick.
  *
  * Every launcher takes the pool `[num_blocks, block_size, kv_heads, dim]` of K and of V in bf16,
@@ -37,7 +40,7 @@ extern "C" {
 #endif
 
 /** Paged versions in the lesson. */
-#define L07_PAGED_VERSIONS 4
+#define L07_PAGED_VERSIONS 5
 /** Rows of the lesson's table: the paged versions, then two dense yardsticks (lesson 06's versions
  * 5 and 6 on dense K and V holding the same values). */
 #define L07_VERSIONS (L07_PAGED_VERSIONS + 2)
@@ -49,12 +52,12 @@ extern "C" {
  * @param v_cache       the same for V
  * @param block_table   `[batch, max_blocks]` physical block of each logical block, on the device
  * @param seq_lens      `[batch]` keys of each sequence, on the device
- * @param seq_lens_host the same on the host (versions 2 to 4 plan their chunks there), or NULL
- *                      when every sequence has @p seq_kv keys (versions 2 to 4 then do not read
+ * @param seq_lens_host the same on the host (versions 2 to 5 plan their chunks there), or NULL
+ *                      when every sequence has @p seq_kv keys (versions 2 to 5 then do not read
  *                      @p seq_lens: one dependent load less before the first copy)
  * @param o             out: `[batch, seq_q, heads, dim]`, bf16
  * @param lse           out: `[batch, heads, seq_q]`, fp32
- * @param workspace,workspace_bytes versions 2 to 4's scratch (l07_paged_workspace_bytes()), zeroed
+ * @param workspace,workspace_bytes versions 2 to 5's scratch (l07_paged_workspace_bytes()), zeroed
  * once before the first call; version 1 takes none
  * @param batch,heads,kv_heads,seq_q the shape (seq_q 1..L06_MAX_SEQ_Q)
  * @param seq_kv        the longest sequence
@@ -129,6 +132,20 @@ cudaError_t l07_paged_overlap_d128(const void *q, const void *k_cache, const voi
                                    size_t workspace_bytes, int batch, int heads, int kv_heads,
                                    int seq_q, int seq_kv, int max_blocks, int block_size,
                                    int causal, float scale, cudaStream_t stream);
+/** Version 5, head dimension 64 (block sizes that are powers of two). @copydetails l07_paged_fn */
+cudaError_t l07_paged_balance_d64(const void *q, const void *k_cache, const void *v_cache,
+                                  const int *block_table, const int *seq_lens,
+                                  const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                  size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                  int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                  float scale, cudaStream_t stream);
+/** Version 5, head dimension 128. @copydetails l07_paged_fn */
+cudaError_t l07_paged_balance_d128(const void *q, const void *k_cache, const void *v_cache,
+                                   const int *block_table, const int *seq_lens,
+                                   const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                   size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                   int seq_q, int seq_kv, int max_blocks, int block_size,
+                                   int causal, float scale, cudaStream_t stream);
 /** Blocks of version 2's kernel one SM holds, head dimension 64 (0 without a device). */
 int l07_paged_split_per_sm_d64(void);
 /** The same, head dimension 128. */
@@ -150,15 +167,37 @@ int l07_paged_overlap_per_sm_d128(int stages);
 int l07_paged_overlap_ring_d64(int batch, int units, int varlen);
 /** The same, head dimension 128. */
 int l07_paged_overlap_ring_d128(int batch, int units, int varlen);
+/** Version 5's occupancy at ring depth @p stages, as l07_paged_overlap_per_sm_d64() is version
+ * 4's, head dimension 64. */
+int l07_paged_balance_per_sm_d64(int stages);
+/** The same, head dimension 128. */
+int l07_paged_balance_per_sm_d128(int stages);
+/** Version 5's ring, chosen as l07_paged_overlap_ring_d64() chooses version 4's, head dimension
+ * 64. */
+int l07_paged_balance_ring_d64(int batch, int units, int varlen);
+/** The same, head dimension 128. */
+int l07_paged_balance_ring_d128(int batch, int units, int varlen);
 /** @} */
 
-/** The chunk length of version @p version (2 to 4) on the current device (l06_varlen_chunk() with
- * its kernel's slots, for version 4 at the ring it runs); @p lens_host NULL: every sequence has
+/**
+ * Version 5's chunk length (balance.c). With one length for all (@p lens NULL), or more sequences
+ * than one wave holds (@p units x @p batch > @p slots), l06_varlen_chunk()'s. Otherwise the
+ * shortest multiple of L06_CHUNK_ALIGN keys, from L06_MIN_CHUNK up to the longest length, for
+ * which the sequences longer than it (cut into len / chunk chunks, rounded up, @p units blocks
+ * each) need at most @p slots blocks, and the slots they leave take the other sequences' keys
+ * (units x len each) in the time of one chunk: units x sum(len <= chunk) <= chunk x (slots -
+ * those blocks). The longest length always passes, so there is an answer.
+ */
+int l07_balance_chunk(int slots, int units, const int *lens, int batch, int seq_kv);
+
+/** The chunk length of version @p version (2 to 5) on the current device (l06_varlen_chunk() with
+ * its kernel's slots, for versions 4 and 5 at the ring they run; version 5 through
+ * l07_balance_chunk()); @p lens_host NULL: every sequence has
  * @p seq_kv keys. */
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim);
 
-/** Bytes of version @p version's workspace (2 to 4) for these lengths on the current device (0
+/** Bytes of version @p version's workspace (2 to 5) for these lengths on the current device (0
  * when every sequence is one chunk, or for version 1). */
 size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q,
                                  int seq_kv, const int *lens_host, int dim);

@@ -8,10 +8,11 @@
 
 /* [dim 64, dim 128] */
 static const l07_paged_fn kRow[2] = {l07_paged_row_d64, l07_paged_row_d128};
-/* [version 2, 3, 4][dim 64, dim 128] */
-static const l07_paged_fn kSplit[3][2] = {{l07_paged_split_d64, l07_paged_split_d128},
+/* [version 2, 3, 4, 5][dim 64, dim 128] */
+static const l07_paged_fn kSplit[4][2] = {{l07_paged_split_d64, l07_paged_split_d128},
                                           {l07_paged_pipeline_d64, l07_paged_pipeline_d128},
-                                          {l07_paged_overlap_d64, l07_paged_overlap_d128}};
+                                          {l07_paged_overlap_d64, l07_paged_overlap_d128},
+                                          {l07_paged_balance_d64, l07_paged_balance_d128}};
 static int (*const kSplitPerSm[2][2])(void) = {
     {l07_paged_split_per_sm_d64, l07_paged_split_per_sm_d128},
     {l07_paged_pipeline_per_sm_d64, l07_paged_pipeline_per_sm_d128}};
@@ -24,16 +25,22 @@ l07_paged_fn l07_launcher(int version, int dim) {
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim) {
   const int units = l06_units(6, 1, heads, kv_heads, seq_q); /* of one sequence */
+  const int varlen = lens_host != NULL;
   int per_sm;
   if (version == 4) /* at the ring it runs: two blocks per SM when one wave does not hold them */
-    per_sm = dim == 128 ? l07_paged_overlap_per_sm_d128(
-                              l07_paged_overlap_ring_d128(batch, units, lens_host != NULL))
-                        : l07_paged_overlap_per_sm_d64(
-                              l07_paged_overlap_ring_d64(batch, units, lens_host != NULL));
+    per_sm = dim == 128
+                 ? l07_paged_overlap_per_sm_d128(l07_paged_overlap_ring_d128(batch, units, varlen))
+                 : l07_paged_overlap_per_sm_d64(l07_paged_overlap_ring_d64(batch, units, varlen));
+  else if (version == 5)
+    per_sm = dim == 128
+                 ? l07_paged_balance_per_sm_d128(l07_paged_balance_ring_d128(batch, units, varlen))
+                 : l07_paged_balance_per_sm_d64(l07_paged_balance_ring_d64(batch, units, varlen));
   else
     per_sm = kSplitPerSm[version == 3][dim == 128]();
-  const long long slots = (long long)l06_sm_count() * per_sm;
-  return l06_varlen_chunk(slots > INT_MAX ? INT_MAX : (int)slots, units, lens_host, batch, seq_kv);
+  const long long wide = (long long)l06_sm_count() * per_sm;
+  const int slots = wide > INT_MAX ? INT_MAX : (int)wide;
+  if (version == 5) return l07_balance_chunk(slots, units, lens_host, batch, seq_kv);
+  return l06_varlen_chunk(slots, units, lens_host, batch, seq_kv);
 }
 
 size_t l07_paged_workspace_bytes(int version, int batch, int heads, int kv_heads, int seq_q,
@@ -108,6 +115,11 @@ static size_t overlap_workspace(const attn_problem *p) {
                                    p->kv_lens, p->dim);
 }
 
+static size_t balance_workspace(const attn_problem *p) {
+  return l07_paged_workspace_bytes(5, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv,
+                                   p->kv_lens, p->dim);
+}
+
 /* The versions, named once. */
 static const attn_version kVersions[L07_VERSIONS] = {
     {.name = "paged-row",
@@ -149,6 +161,16 @@ static const attn_version kVersions[L07_VERSIONS] = {
      .supports = supports_pow2,
      .launch = run,
      .workspace = overlap_workspace},
+    {.name = "paged-balance",
+     .summary = "version 4 with the KV heads of a chunk side by side, even chunks, work balanced",
+     .kind = ATTN_PAGED,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .supports = supports_pow2,
+     .launch = run,
+     .workspace = balance_workspace},
     {.name = "dense-one-launch",
      .summary = "yardstick: lesson 06's version 5 on dense K and V of the same values",
      .kind = ATTN_DENSE,
@@ -300,11 +322,11 @@ static int cpu_part(const attn_options *o) {
   return status | (rc != 0);
 }
 
-/* The decode loop on the GPU at this shape's heads, dimension and block size, version 4 (version
+/* The decode loop on the GPU at this shape's heads, dimension and block size, version 5 (version
  * 2 for a block size that is no power of two). */
 static int gpu_decode_loop(const attn_options *o) {
   const attn_problem *p = &o->problem;
-  const int pow2 = (p->block_size & (p->block_size - 1)) == 0, version = pow2 ? 4 : 2;
+  const int pow2 = (p->block_size & (p->block_size - 1)) == 0, version = pow2 ? 5 : 2;
   l07_loop_config cfg = {.max_live = 16,
                          .steps = 64,
                          .prompt_min = 16,

@@ -267,14 +267,65 @@ START_TEST(version_table_is_consistent) {
     ck_assert_ptr_nonnull(v->supports(&p));
     p.dim = 128;
     ck_assert_ptr_null(v->supports(&p));
-    p.block_size = 24; /* only versions 3 and 4 shift */
-    if (i == 2 || i == 3)
+    p.block_size = 24; /* only versions 3 to 5 shift */
+    if (i >= 2 && i < L07_PAGED_VERSIONS)
       ck_assert_ptr_nonnull(v->supports(&p));
     else
       ck_assert_ptr_null(v->supports(&p));
     p.block_size = 16;
     p.seq_q = 9;
     ck_assert_ptr_nonnull(v->supports(&p));
+  }
+}
+END_TEST
+
+/* Whether chunk @p c balances @p lens as l07_balance_chunk() promises (paged_attention.h). */
+static int balances(int c, int slots, int units, const int *lens, int batch) {
+  long long heavy = 0, light = 0;
+  for (int b = 0; b < batch; ++b)
+    if (lens[b] > c)
+      heavy += (long long)units * ((lens[b] + c - 1) / c);
+    else
+      light += (long long)units * lens[b];
+  return heavy <= slots && light <= (long long)c * (slots - heavy);
+}
+
+/* Version 5's plan: one length for all, or more sequences than a wave, is lesson 06's plan; lengths
+ * that differ get the shortest aligned chunk that balances, and one sequence of 131072 keys among 7
+ * of 1024 on 132 slots of 8 units is cut into 15 chunks (120 blocks, 12 slots for the short ones),
+ * where lesson 06's plan cuts it into 9 (72 blocks) to keep every block in one wave. */
+START_TEST(balance_plan_weighs_work) {
+  int lens[40];
+  ck_assert_int_eq(l07_balance_chunk(132, 8, NULL, 4, 32768),
+                   l06_varlen_chunk(132, 8, NULL, 4, 32768));
+  for (int b = 0; b < 40; ++b) lens[b] = 1000 + 37 * b;
+  ck_assert_int_eq(l07_balance_chunk(132, 8, lens, 40, 2443),
+                   l06_varlen_chunk(132, 8, lens, 40, 2443));
+  lens[0] = 131072;
+  for (int b = 1; b < 8; ++b) lens[b] = 1024;
+  const int c = l07_balance_chunk(132, 8, lens, 8, 131072);
+  ck_assert_int_eq(c % L06_CHUNK_ALIGN, 0);
+  ck_assert_int_eq((131072 + c - 1) / c, 15);
+  ck_assert_int_eq(l06_varlen_chunks(l06_varlen_chunk(132, 8, lens, 8, 131072), lens, 8, 131072),
+                   9 + 7);
+  /* random batches that fit one wave: the answer balances, one alignment step less does not */
+  attn_rng r;
+  attn_rng_seed(&r, 12345, 7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int batch = 1 + (int)attn_rng_below(&r, 16), units = 1 + (int)attn_rng_below(&r, 8);
+    int longest = 1;
+    for (int b = 0; b < batch; ++b) {
+      lens[b] = 1 + (int)attn_rng_below(&r, trial % 2 ? 200000 : 5000);
+      if (lens[b] > longest) longest = lens[b];
+    }
+    const int slots = units * batch + (int)attn_rng_below(&r, 200);
+    const int k = l07_balance_chunk(slots, units, lens, batch, longest);
+    ck_assert_int_eq(k % L06_CHUNK_ALIGN, 0);
+    ck_assert_int_ge(k, L06_MIN_CHUNK < longest ? L06_MIN_CHUNK : L06_CHUNK_ALIGN);
+    ck_assert_int_le(k, (longest + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN * L06_CHUNK_ALIGN);
+    ck_assert_msg(balances(k, slots, units, lens, batch), "trial %d: chunk %d", trial, k);
+    if (k > L06_MIN_CHUNK)
+      ck_assert_msg(!balances(k - L06_CHUNK_ALIGN, slots, units, lens, batch), "trial %d", trial);
   }
 }
 END_TEST
@@ -291,6 +342,7 @@ int main(void) {
   tcase_add_test(tc, cpu_model_matches_the_reference);
   tcase_add_test(tc, decode_loop_checks_every_step);
   tcase_add_test(tc, version_table_is_consistent);
+  tcase_add_test(tc, balance_plan_weighs_work);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);
 }

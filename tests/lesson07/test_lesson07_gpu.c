@@ -1,8 +1,9 @@
 /* Lesson 07, GPU: every version through the harness on the paged cache it builds (blocks in a
  * shuffled order, spare blocks, NaN in every slot no token owns), outputs poisoned, O and the
  * log-sum-exp checked: lengths 1, block_size - 1, block_size, block_size + 1 and a multiple of
- * nothing, block sizes 8 to 128 (and 24, which versions 3 and 4 must refuse), GQA 8:1 and MQA,
- * causal with several query rows, lengths per sequence, and batches of several waves (version 4's
+ * nothing, block sizes 8 to 128 (and 24, which versions 3 to 5 must refuse), GQA 8:1 and MQA,
+ * causal with several query rows, lengths per sequence (long ones first, and long ones between
+ * short ones, which version 5 launches first), and batches of several waves (versions 4 and 5:
  * two blocks per SM); the dense yardsticks run on the same values. Under
  * compute-sanitizer (ATTN_TEST_SANITIZER=1, attn_test.h) each case runs its sanitizer-sized shape,
  * a few hundred keys (still several pages and 2 or more chunks of 256 keys), and the lesson's
@@ -20,6 +21,9 @@ static const int kLensASmall[] = {1, 15, 16, 17, 300};
 static const int kLensB[] = {131072, 1024, 1024, 1024, 5, 1}; /* one long, short ones */
 static const int kLensBSmall[] = {1000, 300, 300, 300, 5, 1};
 static const int kLensC[] = {7, 8, 9, 300}; /* around a block of 8 */
+/* long sequences between short ones: version 5 cuts the long ones and launches them first */
+static const int kLensE[] = {1024, 65536, 7, 1024, 40000, 1};
+static const int kLensESmall[] = {300, 1000, 7, 300, 900, 1};
 /* 40 sequences of mixed lengths: more blocks than one wave holds */
 static const int kLensD[] = {2000, 1,   31,  32,  33,  500, 1999, 64, 65,  700, 2,   1000, 1500, 3,
                              250,  900, 16,  17,  800, 77,  1234, 5,  640, 641, 999, 1,    2000, 48,
@@ -64,9 +68,11 @@ static const struct {
     {{{6, 32, 8, 1, 131072, 128, 0, 16}, kLensB},
      {{6, 8, 2, 1, 1000, 128, 0, 16}, kLensBSmall},
      NULL},
+    /* long ones between short ones, dim 64 */
+    {{{6, 16, 4, 1, 65536, 64, 0, 16}, kLensE}, {{6, 8, 2, 1, 1000, 64, 0, 16}, kLensESmall}, NULL},
     /* block size 8, causal, MQA */
     {{{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, {{4, 8, 1, 2, 300, 64, 1, 8}, kLensC}, NULL},
-    /* a batch of several waves (version 4: two blocks per SM) */
+    /* a batch of several waves (versions 4 and 5: two blocks per SM) */
     {{{40, 32, 8, 1, 1000, 128, 0, 16}, NULL}, {{20, 16, 8, 1, 300, 128, 0, 16}, NULL}, NULL},
     /* the same with mixed lengths, dim 64, block size 32 */
     {{{40, 8, 8, 1, 2000, 64, 0, 32}, kLensD}, {{40, 8, 8, 1, 300, 64, 0, 32}, kLensDSmall}, NULL},
@@ -94,9 +100,9 @@ START_TEST(every_version_passes_awkward_pages) {
   ck_assert_int_eq(attn_run_versions(&l07_lesson, &o, &g_dev, r, stdout), 0);
   const int pow2 = (x[7] & (x[7] - 1)) == 0;
   for (int v = 0; v < L07_VERSIONS; ++v) {
-    /* the skips the table declares: versions 3 and 4 want a power-of-two block size, the dense
-     * one-launch yardstick (5) one length for every sequence */
-    const int pow2_only = v == 2 || v == 3;
+    /* the skips the table declares: versions 3 to 5 want a power-of-two block size, the dense
+     * one-launch yardstick (6) one length for every sequence */
+    const int pow2_only = v >= 2 && v < L07_PAGED_VERSIONS;
     const int may_skip = attn_device_sm(&g_dev) < 80 || (pow2_only && !pow2) ||
                          (v == L07_PAGED_VERSIONS && c->lens != NULL);
     if (pow2_only && !pow2) ck_assert_int_eq(r[v].status, ATTN_SKIPPED);
@@ -192,12 +198,12 @@ START_TEST(append_and_copy_on_write_through_the_manager) {
 END_TEST
 
 /* The decode loop on the GPU: forks and copy-on-write, every checked row within the bf16 tolerance,
- * no NaN from a slot nobody owns, every block back at the end; block sizes 16 and 8 (version 4),
- * 16 (version 3) and 24 (version 2), GQA 4:1 and dimension 64. Sanitizer-sized: 24 steps instead
- * of 40, still four forks and sequences that finish and free their blocks for new ones. */
+ * no NaN from a slot nobody owns, every block back at the end; block sizes 16 and 8 (versions 5
+ * and 4), 16 (version 3) and 24 (version 2), GQA 4:1 and dimension 64. Sanitizer-sized: 24 steps
+ * instead of 40, still four forks and sequences that finish and free their blocks for new ones. */
 START_TEST(gpu_decode_loop_checks_every_step) {
   if (attn_device_sm(&g_dev) < 80) return;
-  static const int bss[4] = {16, 8, 24, 16}, versions[4] = {4, 4, 2, 3};
+  static const int bss[5] = {16, 8, 24, 16, 8}, versions[5] = {5, 4, 2, 3, 5};
   const int bs = bss[_i], version = versions[_i];
   const int steps = attn_test_sanitizer_sized() ? 24 : 40;
   l07_loop_config cfg = {.max_live = 6,
@@ -235,16 +241,20 @@ START_TEST(gpu_decode_loop_checks_every_step) {
 }
 END_TEST
 
-/* Version 4's ring: the deep one (one block per SM) while a batch's blocks fit in one wave, the
- * shallow one (two per SM) past it; with lengths that differ, the deep one until the shallow ring's
- * slots overflow too; at both head dimensions, with the occupancy each gives. */
+/* The ring of versions 4 and 5: the deep one (one block per SM) while a batch's blocks fit in one
+ * wave, the shallow one (two per SM) past it; with lengths that differ, the deep one until the
+ * shallow ring's slots overflow too; at both head dimensions, with the occupancy each gives. */
 START_TEST(overlap_ring_follows_the_waves) {
   if (attn_device_sm(&g_dev) < 80) return;
   const int sms = l06_sm_count();
   ck_assert_int_gt(sms, 0);
-  for (int d = 0; d < 2; ++d) {
-    int (*ring)(int, int, int) = d ? l07_paged_overlap_ring_d128 : l07_paged_overlap_ring_d64;
-    int (*per_sm)(int) = d ? l07_paged_overlap_per_sm_d128 : l07_paged_overlap_per_sm_d64;
+  for (int vd = 0; vd < 4; ++vd) {
+    const int d = vd & 1, v5 = vd >> 1;
+    int (*ring)(int, int, int) =
+        v5 ? (d ? l07_paged_balance_ring_d128 : l07_paged_balance_ring_d64)
+           : (d ? l07_paged_overlap_ring_d128 : l07_paged_overlap_ring_d64);
+    int (*per_sm)(int) = v5 ? (d ? l07_paged_balance_per_sm_d128 : l07_paged_balance_per_sm_d64)
+                            : (d ? l07_paged_overlap_per_sm_d128 : l07_paged_overlap_per_sm_d64);
     const int deep = ring(1, 8, 0), wave = sms * per_sm(deep);
     ck_assert_int_gt(per_sm(deep), 0);
     ck_assert_int_eq(ring(wave / 8, 8, 0), deep); /* one wave */
@@ -265,7 +275,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, every_version_passes_awkward_pages, 0, N_CASES);
   tcase_add_test(tc, append_and_copy_on_write_through_the_manager);
-  tcase_add_loop_test(tc, gpu_decode_loop_checks_every_step, 0, 4);
+  tcase_add_loop_test(tc, gpu_decode_loop_checks_every_step, 0, 5);
   tcase_add_test(tc, overlap_ring_follows_the_waves);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 1);

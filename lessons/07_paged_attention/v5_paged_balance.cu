@@ -1,0 +1,687 @@
+// clang-format off
+/** @file
+ * @brief Version 5: the grid in a better order and the work in even shares. Version 4's kernel
+ * with three changes to which block does what, and when it starts; the body that streams a chunk
+ * is version 4's.
+ *
+ * What changed:
+ *  - launch order: block i takes unit i % units of chunk i / units, so the KV heads of one chunk
+ *    are neighbours in launch order (version 4: the chunks of one unit were). A page holds every
+ *    head's row of its tokens, so blocks that start together read one stretch of memory;
+ *  - even chunks: a sequence cut into n chunks gets n chunks of (about) len / n keys, not n - 1 of
+ *    `chunk` and a short tail (8192 keys at a chunk of 7936 were 7936 + 256);
+ *  - lengths that differ in one wave of sequences: the plan (l07_balance_chunk(), balance.c)
+ *    weighs work instead of counting blocks. Version 4 takes the shortest chunk that keeps every
+ *    block in one wave, so a long sequence among short ones gets the slots the short ones leave,
+ *    and the short ones' SMs idle once they finish. Here the chunk is the shortest for which the
+ *    long sequences' blocks fit in the slots with room left for the short ones' work; and the
+ *    blocks of sequences that were cut start first (class A), those of one chunk after (class B),
+ *    so the short blocks fill in around the long ones instead of delaying them:
+ *
+ *        one sequence of 131072 keys among 7 of 1024, 8 KV heads, 132 SMs (one block each):
+ *        version 4:  72 blocks of 14592 keys [long ......................................]
+ *                    56 blocks of 1024      [short][idle ................................]
+ *        version 5: 120 blocks of 8768 keys  [long ....................]
+ *                    56 blocks of 1024 on the 12 SMs left [short][short][short][short][short]
+ *
+ * Why: in development runs on the H200 (batch 8: one sequence of 32k or 128k keys among 7 of 1k)
+ * version 4 ran at 93-94% of lesson 06's dense kernel there, against 97-98% with equal lengths:
+ * with 72 of 132 SMs streaming the long sequence, each of them had to move more than the paged
+ * loop moves per SM. The three changes were measured apart (bench/lesson07_peers.py, same
+ * process as lesson 06's kernel):
+ *  - the head-first order alone: +1% at batch 128 with equal lengths; but with version 4's plan on
+ *    the mixed lengths it put the long sequence's 72 blocks first in launch order and lost 19%
+ *    (3.07 against 3.78 TB/s at 128k);
+ *  - a balanced chunk (8384 keys, set by hand) alone, in version 4's order: 3.61 TB/s at 128k;
+ *    with the head-first order 4.15, 1.02x the dense kernel: the order and the plan belong
+ *    together;
+ *  - even chunks: 4.50 against 4.40 TB/s at batch 128, 32k keys, with chunks of 8192 (four per
+ *    sequence) in place of one; the plan cuts no sequence there, so the lesson keeps the plan's
+ *    chunks, and the even split matters where a cut would leave a short tail.
+ *
+ * Prediction: one long sequence among short ones at about dense speed (from 93%), 1% at batch
+ * 128 with equal lengths, nothing elsewhere (the same chunks, the same body).
+ *
+ * Measured: (H200, 2026-11-25, docs/results/h200-l07d-2026-11-25) one sequence of 128k keys
+ * among 7 of 1k: 4.18 TB/s, 99.2% of the dense kernel (version 4: 92.5%), the same with the long
+ * one fourth in the batch 99.2% (93.0%), 32k among 7 of 1k 96.5% (93.0%), the causal mixed batch
+ * 99.3% (92.6%), 128k among 31 of 1k 102.5% (98.2%); batch 128 with 8k keys 4.54 TB/s (4.50),
+ * 1.0% over version 4 in three repeated rounds (order-experiment.log), where version 5 in version
+ * 4's order gains 0.1%; at batch 1 the same as version 4 within the rounds' spread (both 94.0%
+ * of the dense kernel at the default shape). Against cuDNN's paged graph in the peer run: 0.999x
+ * to 10.2x, ahead or level on 22 of 23 rows.
+ *
+ * Run: `./run 5`, `./run 5 --kv-lens 128k,1024x7`, `make diff-7 A=4 B=5`.
+ */
+// clang-format on
+/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+#ifndef HEAD_DIM
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
+#endif
+
+#include <limits.h>
+#include <math.h>
+
+#include "../04_fa2_warps/ptx.cuh"
+#include "../06_flash_decoding/flash_decoding.h"
+#include "attn_cuda.cuh"
+#include "paged_attention.h"
+
+#define FD_WARPS (L06_THREADS / 32)     /**< 4 warps, each its own stream of key tiles */
+#define FD_TK 16                        /**< keys per warp tile: one k-step of P V */
+#define FD_KS (HEAD_DIM / 16)           /**< k-steps of S = Q K^T */
+#define FD_DT (HEAD_DIM / 8)            /**< n8 tiles of O */
+#define FD_CHUNKS (HEAD_DIM / 8)        /**< 16-byte chunks per key row */
+#define FD_C4 (HEAD_DIM / 4)            /**< float4 columns of an fp32 state row */
+#define FD_MERGE 16                     /**< chunks whose loads the merge has in flight at once */
+#define FD_ROWB (HEAD_DIM * 2)          /**< bytes per key row */
+#define FD_TILE_BYTES (FD_TK * FD_ROWB) /**< one K or V tile: 4 KiB at dim 128 */
+/** The deep ring: tiles in flight per warp, 48 KiB of K and V. */
+#define FD_STAGES (HEAD_DIM == 64 ? 12 : 6)
+/** The shallow ring: half the deep one, two blocks per SM. */
+#define FD_SHALLOW (FD_STAGES / 2)
+/** Bytes of one warp's slice for a ring of @p st tiles: st buffers of K and V; the warp's fp32
+ * 16 x dim state reuses it at the end (16 x dim x 4 = 2 tiles). */
+#define FD_WARP_BYTES(st) ((st)*2 * FD_TILE_BYTES)
+/** Dynamic shared memory for a ring of @p st tiles: the Q tile, then the warps' slices. */
+#define FD_SMEM_BYTES(st) (FD_TILE_BYTES + FD_WARPS * FD_WARP_BYTES(st))
+#define FD_LOG2E 1.4426950408889634f /**< e^x = 2^(x log2 e) */
+#define FD_LN2 0.6931471805599453f   /**< log x = log2(x) ln 2 */
+
+/** Token pasting, after expanding `b`. */
+#define FD_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
+#define FD_CAT(a, b) FD_CAT_(a, b)
+/** This build's kernel with the deep ring: l07_paged_balance_deep_d64 or _d128. */
+#define FD_KERNEL_DEEP FD_CAT(l07_paged_balance_deep_d, HEAD_DIM)
+/** This build's kernel with the shallow ring: l07_paged_balance_shallow_d64 or _d128. */
+#define FD_KERNEL_SHALLOW FD_CAT(l07_paged_balance_shallow_d, HEAD_DIM)
+/** This build's launcher: l07_paged_balance_d64() or l07_paged_balance_d128(), in
+ * paged_attention.h. */
+#define FD_LAUNCH FD_CAT(l07_paged_balance_d, HEAD_DIM)
+/** This build's occupancy query: l07_paged_balance_per_sm_d64() or
+ * l07_paged_balance_per_sm_d128(). */
+#define FD_PER_SM FD_CAT(l07_paged_balance_per_sm_d, HEAD_DIM)
+/** This build's choice of ring: l07_paged_balance_ring_d64() or l07_paged_balance_ring_d128(). */
+#define FD_RING FD_CAT(l07_paged_balance_ring_d, HEAD_DIM)
+
+/** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled so that
+ * the 8 rows one ldmatrix reads fall in 8 different bank groups. */
+static __device__ __forceinline__ uint32_t fd_off(int row, int chunk) {
+  return (uint32_t)((row * FD_CHUNKS + (chunk ^ (row & 7))) * 16);
+}
+
+/* Chunks start at multiples of L06_CHUNK_ALIGN keys, so every 16-key tile starts at a multiple of
+ * 16: with block_size >= 16 (a power of two) a tile lies in one page. */
+#if L06_CHUNK_ALIGN % FD_TK != 0
+#error "tiles must start at multiples of FD_TK keys"
+#endif
+
+/** The page geometry of one launch: block_size = 2^shift; a tile needs 2^le table entries
+ * (le = 4 - shift below block size 16, else 0), so one load per lane covers 2^lt = 32 / 2^le of
+ * the warp's tiles (a batch). */
+typedef struct fd_geom {
+  int shift; /**< log2 block_size */
+  int le;    /**< log2 of the table entries one tile needs */
+  int lt;    /**< log2 of the tiles one lane-wide load covers */
+} fd_geom;
+
+/** Lane's table entry in batch @p batch of the warp's tiles: entry (lane % 2^le) of tile
+ * batch * 2^lt + lane / 2^le, the tile being the warp's (warp + FD_WARPS * t)-th of the chunk
+ * that starts at key @p j0; -1 past @p end. One coalesced load serves 2^lt tiles. */
+static __device__ __forceinline__ int fd_table_batch(const int *__restrict__ table, fd_geom gm,
+                                                     int batch, int warp, int j0, int end,
+                                                     int lane) {
+  const int t = (batch << gm.lt) + (lane >> gm.le), part = lane & ((1 << gm.le) - 1);
+  const long long key =
+      j0 + ((long long)warp + (long long)FD_WARPS * t) * FD_TK + ((long long)part << gm.shift);
+  return key < end ? __ldg(table + (int)(key >> gm.shift)) : -1;
+}
+
+/** The warp's look-ahead of table entries: batch `cur` in `now`, batch cur + 1 in `next` (its
+ * load in flight while `now` is used). */
+typedef struct fd_pages {
+  int now;  /**< this lane's entry of batch `cur` */
+  int next; /**< this lane's entry of batch cur + 1 (its load in flight) */
+  int cur;  /**< the batch in `now` */
+} fd_pages;
+
+/** Before the copies of tile @p t: when it starts a new batch, the next batch becomes current
+ * and the one after it is requested. Every lane calls it with the same @p t. */
+static __device__ __forceinline__ void fd_pages_at(fd_pages *pg, int t, const int *table,
+                                                   fd_geom gm, int warp, int j0, int end,
+                                                   int lane) {
+  if ((t >> gm.lt) != pg->cur) {
+    pg->now = pg->next;
+    pg->cur += 1;
+    pg->next = fd_table_batch(table, gm, pg->cur + 1, warp, j0, end, lane);
+  }
+}
+
+/** The warp's copies of its tile @p t (keys key0 ..) of K and V, its pages in @p now (current
+ * batch): lane handles chunk idx % FD_CHUNKS of row idx / FD_CHUNKS for idx = lane, lane + 32,
+ * ...; rows at or past @p end are zero-filled (the address given is row 0's, which exists). With
+ * block_size >= 16 the tile lies in one page: one shuffle gives its number, and the addresses are
+ * one base plus constants, as in the dense kernel; below, each row's page comes from its own
+ * lane. Every lane calls it. */
+static __device__ __forceinline__ void fd_load_tile(uint32_t sk, uint32_t sv, const attn_bf16 *kg,
+                                                    const attn_bf16 *vg, size_t kv_stride, int now,
+                                                    int t, fd_geom gm, int key0, int end,
+                                                    int lane) {
+  const int mask = (1 << gm.shift) - 1, first = (t & ((1 << gm.lt) - 1)) << gm.le;
+  const int page0 = __shfl_sync(0xffffffffu, now, first); /* row 0's page: it exists */
+  if (gm.le == 0) { /* one page: base + (row * kv_stride + chunk * 8) */
+    const size_t base = (((size_t)page0 << gm.shift) | (size_t)(key0 & mask)) * kv_stride;
+#pragma unroll
+    for (int it = 0; it < FD_TK * FD_CHUNKS / 32; ++it) {
+      const int idx = it * 32 + lane, row = idx / FD_CHUNKS, chunk = idx % FD_CHUNKS;
+      const int ok = key0 + row < end;
+      const size_t src = base + (ok ? row * kv_stride : 0) + chunk * 8;
+      cp_async_16(sk + fd_off(row, chunk), kg + src, ok ? 16 : 0);
+      cp_async_16(sv + fd_off(row, chunk), vg + src, ok ? 16 : 0);
+    }
+    return;
+  }
+#pragma unroll
+  for (int it = 0; it < FD_TK * FD_CHUNKS / 32; ++it) {
+    const int idx = it * 32 + lane, row = idx / FD_CHUNKS, chunk = idx % FD_CHUNKS;
+    const int page = __shfl_sync(0xffffffffu, now, first + (row >> gm.shift));
+    const int ok = key0 + row < end;
+    const size_t slot = ok ? ((size_t)page << gm.shift) | (size_t)((key0 + row) & mask)
+                           : ((size_t)page0 << gm.shift) | (size_t)(key0 & mask);
+    const size_t src = slot * kv_stride + chunk * 8;
+    cp_async_16(sk + fd_off(row, chunk), kg + src, ok ? 16 : 0);
+    cp_async_16(sv + fd_off(row, chunk), vg + src, ok ? 16 : 0);
+  }
+}
+
+/** Wait until at most @p stages - 1 of this thread's cp.async groups are in flight (the count
+ * is an immediate: one instruction per ring depth). */
+static __device__ __forceinline__ void fd_wait_stages(int stages) {
+  if (stages == FD_STAGES)
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(FD_STAGES - 1));
+  else
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(FD_SHALLOW - 1));
+}
+
+/** Keys query token @p i sees: all @p seq_kv, or under the bottom-right causal mask the keys
+ * j <= i + seq_kv - seq_q (0 when that is negative). */
+static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, int causal) {
+  if (!causal) return seq_kv;
+  const int n = i + seq_kv - seq_q + 1;
+  return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
+}
+
+/** Float index of column @p c of row @p rr in a warp's fp32 16 x dim state: row-major, the groups
+ * of 8 columns XOR-swizzled by the row, so that the float2 stores of a half-warp (rows g, columns
+ * dt * 8 + 2 t4) and the float4 loads of 8 threads along a row each fall in distinct banks. */
+static __device__ __forceinline__ int fd_sidx(int rr, int c) {
+  return rr * HEAD_DIM + (c ^ ((rr & 3) << 3));
+}
+
+/** The O row of tile row @p rr: group row gr = rt * 16 + rr is token gr / G of query head
+ * kvh * G + gr % G. */
+static __device__ __forceinline__ size_t fd_orow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G;
+}
+
+/** The log-sum-exp of tile row @p rr: [batch, heads, seq_q]. */
+static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh, int G, int seq_q,
+                                                 int heads) {
+  const int gr = rt * 16 + rr;
+  return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
+}
+
+/** Block i of the one-dimensional grid takes unit u = i % units ((KV head, row tile) of its
+ * sequence) of chunk x = i / units, the chunks numbered class A first (the chunks of the
+ * sequences cut into several, sequence by sequence) and class B after (the sequences of one
+ * chunk). The tile's rows are group rows rt * 16 + rr, r = i * G + hg for token i and query head
+ * kvh * G + hg. A sequence of one chunk writes O and the log-sum-exp; with more, each block's
+ * partial state (normalised O, lse) goes to its slot of the workspace and the last block of the
+ * (sequence, unit) to finish merges them. The body of both kernels below: each passes its ring
+ * depth as a literal, so that after inlining @p stages is a constant (the waits, the ring slots,
+ * the prologue's trip count), as FD_STAGES is in version 3. */
+static __device__ __forceinline__ void fd_body(
+    const attn_bf16 *__restrict__ q,      // [batch, seq_q, heads, HEAD_DIM]
+    const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+    const attn_bf16 *__restrict__ v,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+    const int *__restrict__ block_table,  // [batch, max_blocks]
+    attn_bf16 *__restrict__ o,            // [batch, seq_q, heads, HEAD_DIM]
+    float *__restrict__ lse,              // [batch, heads, seq_q]
+    float *__restrict__ part_o,           // [chunks, units, 16, HEAD_DIM]
+    float *__restrict__ part_lse,         // [chunks, units, 16]
+    int *__restrict__ count,              // [batch, units], 0 between calls
+    const int *__restrict__ seq_lens,     // [batch]
+    int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+    int n_rt, int units, int chunk, int max_blocks, int shift, int stages) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ float part_m[FD_WARPS][16], part_l[FD_WARPS][16];
+  const uint32_t sq = smem_u32(smem);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t4 = lane & 3; /* fragment row (and row + 8), column pair */
+  const int wbytes = FD_WARP_BYTES(stages);
+  const uint32_t sw = sq + FD_TILE_BYTES + warp * wbytes; /* this warp's slice */
+  float *wstate = (float *)(smem + FD_TILE_BYTES + warp * wbytes);
+
+  const int u = (int)(blockIdx.x % (unsigned)units); /* (KV head, row tile) of a sequence */
+  const int rt = u % n_rt, kvh = u / n_rt;
+  const int x = (int)(blockIdx.x / (unsigned)units); /* the chunk, class A first */
+  const int G = heads / kv_heads, R = G * seq_q;
+
+  /* Which sequence chunk x belongs to. With one length for all, every sequence has n chunks. With
+   * lengths, warp 0 counts the class-A chunks (sequences longer than `chunk`) of 32 sequences at a
+   * time, a prefix sum by shuffles, until the count passes x; past the last of them, x - (their
+   * count) is the index of a class-B sequence (one chunk), found by ballots. */
+  __shared__ int seq_b, seq_first, seq_chunks;
+  if (warp == 0) {
+    if (!seq_lens) {
+      const int n = seq_kv > chunk ? attn_cdiv(seq_kv, chunk) : 1;
+      seq_b = x / n, seq_first = x - x % n, seq_chunks = n; /* the same on every lane */
+    } else {
+      int before = 0; /* class-A chunks of the sequences already passed */
+      for (int b0 = 0; b0 < batch; b0 += 32) {
+        const int bb = b0 + lane, len = bb < batch ? seq_lens[bb] : 0;
+        const int n = len > chunk ? attn_cdiv(len, chunk) : 0;
+        int incl = n;
+#pragma unroll
+        for (int off = 1; off < 32; off <<= 1) {
+          const int y = __shfl_up_sync(0xffffffffu, incl, off);
+          if (lane >= off) incl += y;
+        }
+        const int first = before + incl - n;
+        if (n > 0 && x >= first && x < first + n) seq_b = bb, seq_first = first, seq_chunks = n;
+        before += __shfl_sync(0xffffffffu, incl, 31);
+        if (before > x) break; /* the same on every lane */
+      }
+      if (before <= x) { /* class B: sequence number x - before among those of one chunk */
+        const int want = x - before;
+        int passed = 0; /* class-B sequences already passed */
+        for (int b0 = 0; b0 < batch; b0 += 32) {
+          const int bb = b0 + lane;
+          const int one = bb < batch && seq_lens[bb] <= chunk;
+          const unsigned m = __ballot_sync(0xffffffffu, one);
+          if (passed + __popc(m) > want) { /* the same on every lane */
+            if (one && passed + __popc(m & ((1u << lane) - 1u)) == want)
+              seq_b = bb, seq_first = x, seq_chunks = 1;
+            break;
+          }
+          passed += __popc(m);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  const int b = seq_b, s = x - seq_first, splits = seq_chunks;
+  const int len_b = seq_lens ? seq_lens[b] : seq_kv;
+  const size_t kv_stride = (size_t)kv_heads * HEAD_DIM;
+  const attn_bf16 *kg = k + (size_t)kvh * HEAD_DIM; /* slot 0 of the pool, this KV head */
+  const attn_bf16 *vg = v + (size_t)kvh * HEAD_DIM;
+  const int *table = block_table + (size_t)b * max_blocks; /* this sequence's pages */
+  fd_geom gm;
+  gm.shift = shift;
+  gm.le = shift >= 4 ? 0 : 4 - shift;
+  gm.lt = 5 - gm.le;
+
+  /* The keys of this chunk that any row of the tile sees; row g and g + 8 each see up to lim[]. */
+  const int last_i = min(seq_q - 1, (rt * 16 + 15) / G);
+  const int n_any = fd_visible(last_i, seq_q, len_b, causal);
+  /* Even chunks: `splits` of len_b / splits keys each, rounded up to L06_CHUNK_ALIGN (at most
+   * `chunk`, since splits = cdiv(len_b, chunk)). */
+  const int cb = attn_cdiv(attn_cdiv(len_b, splits), L06_CHUNK_ALIGN) * L06_CHUNK_ALIGN;
+  const long long c0 = (long long)s * cb;
+  const int j0 = (int)min((long long)n_any, c0), j1 = (int)min((long long)n_any, c0 + cb);
+  int lim[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int gr = rt * 16 + g + 8 * hf;
+    lim[hf] = gr < R ? min(j1, fd_visible(gr / G, seq_q, len_b, causal)) : 0;
+  }
+
+  /* The Q tile first, by cp.async in a group of its own: nothing it needs waits on the table.
+   * Row rr is group row rt * 16 + rr, zeros past R. 16 rows x FD_CHUNKS chunks. */
+  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
+    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr, ok = gr < R;
+    const attn_bf16 *src =
+        ok ? q + (((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G) * HEAD_DIM + c * 8 : q;
+    cp_async_16(sq + fd_off(rr, c), src, ok ? 16 : 0);
+  }
+  cp_async_commit();
+
+  /* This warp's tiles: t = warp, warp + FD_WARPS, ... of the chunk's n_tiles. The table entries
+   * of its first two batches are requested together (one latency for both, under the Q tile's),
+   * then the copies of the first stages - 1 tiles. */
+  const int n_tiles = attn_cdiv(j1 - j0, FD_TK);
+  const int mine = n_tiles > warp ? attn_cdiv(n_tiles - warp, FD_WARPS) : 0;
+  fd_pages pg;
+  pg.cur = 0;
+  pg.now = fd_table_batch(table, gm, 0, warp, j0, j1, lane);
+  pg.next = fd_table_batch(table, gm, 1, warp, j0, j1, lane);
+  for (int st = 0; st < stages - 1; ++st) {
+    if (st < mine) {
+      fd_pages_at(&pg, st, table, gm, warp, j0, j1, lane);
+      fd_load_tile(sw + st * 2 * FD_TILE_BYTES, sw + (st * 2 + 1) * FD_TILE_BYTES, kg, vg,
+                   kv_stride, pg.now, st, gm, j0 + (warp + st * FD_WARPS) * FD_TK, j1, lane);
+    }
+    cp_async_commit();
+  }
+  /* Q's group, the oldest, has landed once at most stages - 1 groups are in flight. */
+  fd_wait_stages(stages);
+  /* ldmatrix row addresses (lesson 04's): Q as the A operand, K as B of S, V (.trans) as B of PV.
+   */
+  uint32_t q_off[4], k_off[4], v_off[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    q_off[i] = fd_off(lane & 15, 2 * i + (lane >> 4));
+    k_off[i] = fd_off((lane & 7) + ((lane >> 4) << 3), 2 * i + ((lane >> 3) & 1));
+    v_off[i] = fd_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
+  }
+  __syncthreads(); /* the Q tile is in place */
+  uint32_t qf[FD_KS][4];
+#pragma unroll
+  for (int ks = 0; ks < FD_KS; ++ks) ldmatrix_x4(qf[ks], sq + q_off[ks & 3] + (ks >> 2) * 128);
+
+  float acc[FD_DT][4], row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int dt = 0; dt < FD_DT; ++dt) acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.f;
+
+  int rbuf = 0, wbuf = stages - 1; /* the ring slots of tiles it and it + stages - 1 */
+  for (int it = 0; it < mine; ++it) {
+    {
+      const int ahead = it + stages - 1, buf = wbuf;
+      if (ahead < mine) {
+        fd_pages_at(&pg, ahead, table, gm, warp, j0, j1, lane);
+        fd_load_tile(sw + buf * 2 * FD_TILE_BYTES, sw + (buf * 2 + 1) * FD_TILE_BYTES, kg, vg,
+                     kv_stride, pg.now, ahead, gm, j0 + (warp + ahead * FD_WARPS) * FD_TK, j1,
+                     lane);
+      }
+      cp_async_commit(); /* possibly empty: keeps one group per iteration */
+    }
+    fd_wait_stages(stages); /* my copies of tile `it` have landed */
+    __syncwarp();           /* and the other lanes' */
+    const int key0 = j0 + (warp + it * FD_WARPS) * FD_TK;
+    const uint32_t sk = sw + rbuf * 2 * FD_TILE_BYTES, sv = sk + FD_TILE_BYTES;
+    rbuf = rbuf + 1 == stages ? 0 : rbuf + 1;
+    wbuf = wbuf + 1 == stages ? 0 : wbuf + 1;
+
+    /* S = Q K^T for 16 rows x 16 keys: two n8 tiles, FD_KS k-steps. */
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int ks = 0; ks < FD_KS; ++ks) {
+      uint32_t kb[4];
+      ldmatrix_x4(kb, sk + k_off[ks & 3] + (ks >> 2) * 128);
+      mma_bf16_16816(sc[0], qf[ks], kb[0], kb[1]);
+      mma_bf16_16816(sc[1], qf[ks], kb[2], kb[3]);
+    }
+    /* Mask (keys past the row's limit), then the online softmax of rows g and g + 8. */
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+          const int col = key0 + nt * 8 + t4 * 2 + (e & 1);
+          sc[nt][e] = col < lim[hf] ? sc[nt][e] * scale_log2 : -INFINITY;
+          mx = fmaxf(mx, sc[nt][e]);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_m[hf], mx);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+      const float alpha = fast_exp2(row_m[hf] - m_use);
+      row_m[hf] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+          const float p = fast_exp2(sc[nt][e] - m_use); /* 0 for a masked key */
+          sc[nt][e] = p;
+          sum += p;
+        }
+      row_l[hf] = row_l[hf] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < FD_DT; ++dt) acc[dt][2 * hf] *= alpha, acc[dt][2 * hf + 1] *= alpha;
+    }
+    /* O += P V: the two n8 tiles of P are one A fragment; V through ldmatrix.trans. */
+    uint32_t pa[4];
+    pa[0] = pack_bf16x2(sc[0][0], sc[0][1]);
+    pa[1] = pack_bf16x2(sc[0][2], sc[0][3]);
+    pa[2] = pack_bf16x2(sc[1][0], sc[1][1]);
+    pa[3] = pack_bf16x2(sc[1][2], sc[1][3]);
+#pragma unroll
+    for (int dp = 0; dp < FD_DT / 2; ++dp) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, sv + v_off[dp & 3] + (dp >> 2) * 128);
+      mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
+      mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
+    }
+    __syncwarp(); /* every lane is done with this buffer before it is refilled */
+  }
+  asm volatile("cp.async.wait_all;\n" ::); /* no copy may land on the state written below */
+  __syncwarp();
+
+  /* The warp's state into its own slice: l summed over the quad, O unnormalised, swizzled. */
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int rr = g + 8 * hf;
+    if (t4 == 0) part_m[warp][rr] = row_m[hf], part_l[warp][rr] = l;
+#pragma unroll
+    for (int dt = 0; dt < FD_DT; ++dt)
+      *(float2 *)&wstate[fd_sidx(rr, dt * 8 + t4 * 2)] =
+          make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
+  }
+  __syncthreads();
+
+  /* The warps' states merged: a float4 of a live row per thread and step, the tile's n_live rows
+   * x FD_C4 columns spread over the whole block (4 live rows keep every warp busy). */
+  const int n_live = min(16, R - rt * 16);
+  for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
+    const int rr = e / FD_C4, c4 = e % FD_C4;
+    float mm = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
+    const float mu = mm == -INFINITY ? 0.f : mm;
+    float4 y4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    float ll = 0.f;
+#pragma unroll
+    for (int w = 0; w < FD_WARPS; ++w) {
+      const float wt = fast_exp2(part_m[w][rr] - mu);
+      const float *ws = (const float *)(smem + FD_TILE_BYTES + w * wbytes);
+      const float4 y = *(const float4 *)&ws[fd_sidx(rr, c4 * 4)];
+      ll += wt * part_l[w][rr];
+      y4.x += wt * y.x, y4.y += wt * y.y, y4.z += wt * y.z, y4.w += wt * y.w;
+    }
+    const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
+    const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
+    y4.x *= inv, y4.y *= inv, y4.z *= inv, y4.w *= inv;
+    const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads);
+    if (splits == 1) {
+      *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
+          make_uint2(pack_bf16x2(y4.x, y4.y), pack_bf16x2(y4.z, y4.w));
+      if (c4 == 0) lse[fd_lrow(b, rt, rr, kvh, G, seq_q, heads)] = lse_r;
+    } else {
+      const size_t slot = ((size_t)x * units + u) * 16 + rr; /* chunk x, unit u, tile row rr */
+      *(float4 *)(part_o + slot * HEAD_DIM + c4 * 4) = y4;
+      if (c4 == 0) part_lse[slot] = lse_r;
+    }
+  }
+  if (splits == 1) return;
+
+  /* Count this chunk in; the last of the unit's chunks merges them all. */
+  __shared__ int last;
+  __threadfence(); /* my partial state is visible to every block before I am counted */
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int *cnt = &count[(size_t)b * units + u]; /* this sequence's chunks of unit u */
+    last = atomicAdd(cnt, 1) == splits - 1;
+    if (last) *cnt = 0; /* every chunk is in: ready for the next call */
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
+
+  /* The merge: every float4 of the live rows, each thread its own, over the unit's chunks FD_MERGE
+   * at a time, all their loads in flight at once: lesson 02's online softmax with chunks for keys.
+   * The running (max, sum, O) is rescaled when a batch raises the max; an empty chunk (lse -inf)
+   * weighs 0, and a row whose every chunk is empty ends with sum 0: O = 0, lse = -inf. */
+  const size_t slot0 =
+      (size_t)seq_first * units + u; /* chunk c of the sequence, unit u, row rr:
+                                      * slot ((seq_first + c) * units + u) * 16 + rr */
+  for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
+    const int rr = e / FD_C4, c4 = e % FD_C4;
+    const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads); /* the O row */
+    float mx = -INFINITY, sum = 0.f;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int c0 = 0; c0 < splits; c0 += FD_MERGE) {
+      float lb[FD_MERGE];
+      float4 xb[FD_MERGE];
+#pragma unroll
+      for (int k = 0; k < FD_MERGE; ++k) {
+        const int c = c0 + k;
+        lb[k] = c < splits ? __ldcg(part_lse + (slot0 + (size_t)c * units) * 16 + rr) : -INFINITY;
+        xb[k] = c < splits
+                    ? __ldcg((const float4 *)(part_o +
+                                              ((slot0 + (size_t)c * units) * 16 + rr) * HEAD_DIM) +
+                             c4)
+                    : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      float bm = mx;
+#pragma unroll
+      for (int k = 0; k < FD_MERGE; ++k) bm = fmaxf(bm, lb[k]);
+      if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
+      const float sc = __expf(mx - bm); /* 0 while mx is -inf */
+      sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
+#pragma unroll
+      for (int k = 0; k < FD_MERGE; ++k) {
+        const float w = __expf(lb[k] - bm);
+        sum += w;
+        a.x += w * xb[k].x, a.y += w * xb[k].y, a.z += w * xb[k].z, a.w += w * xb[k].w;
+      }
+      mx = bm;
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
+        make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
+    if (c4 == 0)
+      lse[fd_lrow(b, rt, rr, kvh, G, seq_q, heads)] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+  }
+}
+
+/** The kernel with the deep ring (one block per SM). */
+static __global__ void __launch_bounds__(L06_THREADS, 2)
+    FD_KERNEL_DEEP(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
+                   const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,
+                   attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,
+                   float *__restrict__ part_lse, int *__restrict__ count,
+                   const int *__restrict__ seq_lens, int batch, int heads, int kv_heads, int seq_q,
+                   int seq_kv, int causal, float scale_log2, int n_rt, int units, int chunk,
+                   int max_blocks, int shift) {
+  fd_body(q, k, v, block_table, o, lse, part_o, part_lse, count, seq_lens, batch, heads, kv_heads,
+          seq_q, seq_kv, causal, scale_log2, n_rt, units, chunk, max_blocks, shift, FD_STAGES);
+}
+
+/** The kernel with the shallow ring (two blocks per SM). */
+static __global__ void __launch_bounds__(L06_THREADS, 2)
+    FD_KERNEL_SHALLOW(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
+                      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,
+                      attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                      float *__restrict__ part_o, float *__restrict__ part_lse,
+                      int *__restrict__ count, const int *__restrict__ seq_lens, int batch,
+                      int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
+                      int n_rt, int units, int chunk, int max_blocks, int shift) {
+  fd_body(q, k, v, block_table, o, lse, part_o, part_lse, count, seq_lens, batch, heads, kv_heads,
+          seq_q, seq_kv, causal, scale_log2, n_rt, units, chunk, max_blocks, shift, FD_SHALLOW);
+}
+
+/** Blocks of the kernel one SM holds with a ring of @p stages tiles per warp (FD_STAGES or
+ * FD_SHALLOW; l07_paged_balance_per_sm_d64() or _d128()), queried once per depth; 0 for another
+ * depth or without a device. */
+extern "C" int FD_PER_SM(int stages) {
+  static int per_sm[2] = {0, 0};
+  if (stages != FD_STAGES && stages != FD_SHALLOW) return 0;
+  const int i = stages == FD_STAGES;
+  if (per_sm[i] > 0) return per_sm[i];
+  int n = 0;
+  const void *kernel = i ? (const void *)FD_KERNEL_DEEP : (const void *)FD_KERNEL_SHALLOW;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           FD_SMEM_BYTES(stages)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, L06_THREADS,
+                                                    FD_SMEM_BYTES(stages)) != cudaSuccess) {
+    (void)cudaGetLastError(); /* no device: leave no error behind */
+    return 0;
+  }
+  per_sm[i] = n;
+  return n;
+}
+
+/** The ring for @p batch sequences of @p units blocks each (l07_paged_balance_ring_d64() or
+ * _d128()): the deep one (one block per SM) when those blocks fit in one wave of it; the shallow
+ * one (two per SM) when they do not, unless the lengths differ (@p varlen) and the shallow ring's
+ * slots would hold every sequence as one chunk: lesson 06's plan then keeps one wave and cuts no
+ * sequence, however long, where the deep ring's slots make it balance chunks over several waves. */
+extern "C" int FD_RING(int batch, int units, int varlen) {
+  const long long blocks = (long long)batch * units, sms = l06_sm_count();
+  const int deep = FD_PER_SM(FD_STAGES), shallow = FD_PER_SM(FD_SHALLOW);
+  if (blocks <= sms * deep || shallow < 2 * deep) return FD_STAGES;
+  return varlen && blocks <= sms * shallow ? FD_STAGES : FD_SHALLOW;
+}
+
+/** The launcher, l07_paged_balance_d64() or l07_paged_balance_d128(): chunks x units blocks in one
+ * launch, the chunks of l07_balance_chunk(), on the ring FD_RING() picks; see l07_paged_fn in
+ * paged_attention.h. */
+extern "C" cudaError_t FD_LAUNCH(const void *q, const void *k_cache, const void *v_cache,
+                                 const int *block_table, const int *seq_lens,
+                                 const int *seq_lens_host, void *o, float *lse, float *workspace,
+                                 size_t workspace_bytes, int batch, int heads, int kv_heads,
+                                 int seq_q, int seq_kv, int max_blocks, int block_size, int causal,
+                                 float scale, cudaStream_t stream) {
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  if (seq_q > L06_MAX_SEQ_Q || !block_table || !seq_lens || block_size < 1 ||
+      (block_size & (block_size - 1)) || (long long)max_blocks * block_size < seq_kv)
+    return cudaErrorInvalidValue;
+  int shift = 0; /* block_size = 2^shift */
+  while ((1 << shift) < block_size) ++shift;
+  if (seq_lens_host) /* NULL: every sequence has seq_kv keys (seq_lens on the device says so) */
+    for (int b = 0; b < batch; ++b)
+      if (seq_lens_host[b] < 1 || seq_lens_host[b] > seq_kv) return cudaErrorInvalidValue;
+  const int n_rt = attn_cdiv(heads / kv_heads * seq_q, 16);
+  const long long units = (long long)kv_heads * n_rt;
+  const int stages = FD_RING(batch, (int)units, seq_lens_host != NULL);
+  const int chunk =
+      l07_paged_chunk_for(5, batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
+  const int chunks = l06_varlen_chunks(chunk, seq_lens_host, batch, seq_kv);
+  if ((long long)chunks * units > INT_MAX) return cudaErrorInvalidConfiguration;
+  const size_t need =
+      l07_paged_workspace_bytes(5, batch, heads, kv_heads, seq_q, seq_kv, seq_lens_host, HEAD_DIM);
+  if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
+  int *count = (int *)workspace; /* [batch, units], then the partial states */
+  float *part_o =
+      workspace ? (float *)((char *)workspace + l06_counter_bytes((int)(batch * units))) : NULL;
+  float *part_lse = part_o ? part_o + (size_t)chunks * units * 16 * HEAD_DIM : NULL;
+  const dim3 grid((unsigned)(chunks * units)); /* unit fastest: a chunk's KV heads side by side */
+  if (stages == FD_STAGES) {
+    ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL_DEEP, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  FD_SMEM_BYTES(FD_STAGES)));
+    FD_KERNEL_DEEP<<<grid, L06_THREADS, FD_SMEM_BYTES(FD_STAGES), stream>>>(
+        (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
+        (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
+        kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, (int)units, chunk, max_blocks,
+        shift);
+  } else {
+    ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL_SHALLOW, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  FD_SMEM_BYTES(FD_SHALLOW)));
+    FD_KERNEL_SHALLOW<<<grid, L06_THREADS, FD_SMEM_BYTES(FD_SHALLOW), stream>>>(
+        (const attn_bf16 *)q, (const attn_bf16 *)k_cache, (const attn_bf16 *)v_cache, block_table,
+        (attn_bf16 *)o, lse, part_o, part_lse, count, seq_lens_host ? seq_lens : NULL, batch, heads,
+        kv_heads, seq_q, seq_kv, causal, scale * FD_LOG2E, n_rt, (int)units, chunk, max_blocks,
+        shift);
+  }
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
