@@ -483,10 +483,10 @@ static int cpu_part(const attn_options *o) {
 #endif
   printf(
       "extra device memory of the backward (batch %d, %d heads, dim %d; inputs and outputs "
-      "not counted):\n  %8s %14s %14s %14s\n",
-      p->batch, p->heads, p->dim, "seq", "v1 (P, dS)", "v2-4 (D, dQ32)", "v5 (D)");
+      "not counted):\n  %8s %14s %19s %14s\n",
+      p->batch, p->heads, p->dim, "seq", "v1 (P, dS)", "v2-4, 6-7 (D, dQ32)", "v5 (D)");
   for (int n = 1024; n <= 65536; n *= 2)
-    printf("  %8d %11.3f GB %11.3f GB %11.3f GB\n", n,
+    printf("  %8d %11.3f GB %16.3f GB %11.3f GB\n", n,
            l09_workspace_bytes(1, p->batch, p->heads, p->kv_heads, n, n, p->dim) / 1e9,
            l09_workspace_bytes(4, p->batch, p->heads, p->kv_heads, n, n, p->dim) / 1e9,
            l09_workspace_bytes(5, p->batch, p->heads, p->kv_heads, n, n, p->dim) / 1e9);
