@@ -1,7 +1,5 @@
 /* Version 5's plan (paged_attention.h, l07_balance_chunk()): the chunk length that balances work,
  * not blocks, when the lengths of a batch differ. */
-#include <limits.h>
-
 #include "paged_attention.h"
 
 /* Whether chunk length @p c balances the batch: the blocks of the sequences it cuts (class A,

@@ -190,10 +190,9 @@ int l07_paged_balance_ring_d128(int batch, int units, int varlen);
  */
 int l07_balance_chunk(int slots, int units, const int *lens, int batch, int seq_kv);
 
-/** The chunk length of version @p version (2 to 5) on the current device (l06_varlen_chunk() with
- * its kernel's slots, for versions 4 and 5 at the ring they run; version 5 through
- * l07_balance_chunk()); @p lens_host NULL: every sequence has
- * @p seq_kv keys. */
+/** The chunk length of version @p version (2 to 5) on the current device: l06_varlen_chunk() with
+ * its kernel's slots (versions 4 and 5 at the ring they run), l07_balance_chunk() for version 5;
+ * @p lens_host NULL: every sequence has @p seq_kv keys. */
 int l07_paged_chunk_for(int version, int batch, int heads, int kv_heads, int seq_q, int seq_kv,
                         const int *lens_host, int dim);
 
