@@ -120,8 +120,8 @@ cudaError_t l05_overlap_d128(const void *q, const void *k, const void *v, void *
 cudaError_t l05_tensor_map(void *map, const void *base, int batch, int tokens, int heads, int dim,
                            int box_rows);
 
-/** @name The pipeline timeline (versions 3-5)
- * Built with `-DATTN_L05_TIMELINE=ON` (CMake; the compile definition L05_TIMELINE), versions 3-5
+/** @name The pipeline timeline (versions 3-6)
+ * Built with `-DATTN_L05_TIMELINE=ON` (CMake; the compile definition L05_TIMELINE), versions 3-6
  * record the SM's cycle counter (clock64) at each step of their loop, for the first
  * L05_TL_BLOCKS blocks and their first L05_TL_TILES KV tiles, into a device buffer set with
  * l05_timeline_set(). Slot ((block * L05_TL_ROLES + role) * L05_TL_TILES + tile) *
@@ -149,7 +149,7 @@ enum l05_tl_event {
 /** 1 when this library was built with L05_TIMELINE (the kernels stamp), else 0. */
 int l05_timeline_compiled(void);
 
-/** Where the next launches of versions 3-5 write their stamps: a device buffer of L05_TL_SLOTS
+/** Where the next launches of versions 3-6 write their stamps: a device buffer of L05_TL_SLOTS
  * unsigned 64-bit counts, zeroed by the caller; NULL (the default) turns recording off. */
 void l05_timeline_set(unsigned long long *device_buffer);
 

@@ -29,8 +29,10 @@
  *
  * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l05-2026-11-24): the kernel alone, at the
  * papers' shapes, seq 4k-16k: 720.4-799.3 TFLOP/s, 1.15-1.28x version 5 (1.12-1.27x causal), below
- * the 1.4-1.6x predicted. The likely cause, not measured here: the softmax, which FP8 does not
- * shorten, is now the longer half of a turn (the archived timeline covers versions 3-5 only).
+ * the 1.4-1.6x predicted. Why, from the timeline (timeline-d128.csv, recorded 2026-11-25 at batch
+ * 4, seq 4096): a tile takes 2698 cycles turn to turn against version 5's 3022; its GEMMs up to S
+ * take 491 against 970, and its softmax 1555 against 1432: FP8 does not shorten the softmax,
+ * which is now most of a tile.
  * Counting the conversion (the program's figure): batch 4, seq 4096: 644.3 (causal 494.6), 0.97x
  * version 5; at seq 16k the conversion is paid once for more work, and it is 790.5, 1.12x. Error:
  * at most 4.7e-02 max-abs and 1.7e-02 relative L2 on the table's shapes, about 10x bf16's, as
