@@ -14,12 +14,21 @@
  * warpgroup's own softmax; the register cost is small, because P V reads P_{j-1} from registers
  * that stay untouched until it is done, and O is not touched at all.
  *
+ * The loop runs in two parts, the tiles no row needs masked, then the masked ones, so that no
+ * branch stands between the two waits: with the mask's branch inside the loop, ptxas put the
+ * wait_group 0 where the branch's paths meet, ahead of every exponential, and the overlap did not
+ * happen (the machine code, `cuobjdump --dump-sass`, is where to look: the lesson README's "Where
+ * ptxas put the wait").
+ *
  * Prediction: 5-10% over version 4 at dim 128; little at dim 64, where P V is the short GEMM.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 660.9 TFLOP/s (causal 574.0), 1.03x version 4, below the 5-10% predicted; dim 64: 428.0
- * (causal 381.4), 1.00x, as predicted. At the papers' shapes it reaches 0.94-0.97x cuDNN at dim
- * 128 (not causal, seq 4k-16k) and 0.99-1.06x causal, in the same process on the same tensors.
+ * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24), one
+ * loop with the mask's branch inside: dim 128 660.9 TFLOP/s (causal 574.0), 1.03x version 4, below
+ * the 5-10% predicted, and no exponential under P V in the machine code. With the loop split
+ * (2026-11-25, docs/results/h200-l05b-2026-11-25): dim 128 690.2 (causal 596.4), 1.08x version 4,
+ * inside the prediction; dim 64 436.8 (causal 386.2), 1.02x. At the papers' shapes, 0.99-1.08x
+ * cuDNN at dim 128 (not causal, seq 4k-16k; 1.01-1.15x in four more rounds) and 1.08-1.23x causal,
+ * in the same process on the same tensors.
  *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */
@@ -315,36 +324,46 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
       rescale_pack(s, acc, alpha, pa);
     }
-    for (int j = 1; j < n_tiles; ++j) {
-      const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
-      const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
-      const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
-      mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
-      mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
-      named_bar_sync(my_bar, 256); /* my turn */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
-      reg_fence(acc, FA_NO);
-      wgmma_fence();
-      issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
-      wgmma_commit(); /* group 1: S_j */
-      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
-      wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
-      named_bar_arrive(other_bar, 256); /* your turn */
-      wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
-      reg_fence(s, FA_NS);
-      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
-      if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
-      float alpha[2];
-      softmax_p(s, row_m, row_l, alpha, j >= n_unmasked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal,
-                diag, scale_log2); /* under my own P V on the tensor cores */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
-      wgmma_wait0();
-      reg_fence(acc, FA_NO);
-      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
-      if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
-      rescale_pack(s, acc, alpha, pa);
-    }
+    /* Tiles 1 .. n_tiles - 1 in two runs, the tiles every row sees whole, then those that need the
+     * mask (the diagonal ones, a last tile cut short). Unrolling `masked` makes two copies of the
+     * loop with `masked` a constant in each, so no branch around the mask stands between the two
+     * waits. With that branch there, ptxas put the wait for all of the turn's wgmma where its two
+     * paths meet, ahead of every exponential (cuobjdump --dump-sass: WARPGROUP.DEPBAR.LE gsb0,
+     * 0x0 before the first MUFU.EX2), and the softmax did not run under this warpgroup's own
+     * P V at all. */
+    const int j_mid = max(1, min(n_tiles, n_unmasked));
+#pragma unroll
+    for (int masked = 0; masked < 2; ++masked)
+      for (int j = masked ? j_mid : 1; j < (masked ? n_tiles : j_mid); ++j) {
+        const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
+        const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
+        const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
+        mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
+        mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+        named_bar_sync(my_bar, 256); /* my turn */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
+        reg_fence(acc, FA_NO);
+        wgmma_fence();
+        issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
+        wgmma_commit(); /* group 1: S_j */
+        issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+        wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
+        named_bar_arrive(other_bar, 256); /* your turn */
+        wgmma_wait1(); /* S_j is complete; P_{j-1} V_{j-1} may still be running */
+        reg_fence(s, FA_NS);
+        TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
+        if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
+        float alpha[2];
+        softmax_p(s, row_m, row_l, alpha, masked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal, diag,
+                  scale_log2); /* under my own P V on the tensor cores */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
+        wgmma_wait0();
+        reg_fence(acc, FA_NO);
+        TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
+        if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
+        rescale_pack(s, acc, alpha, pa);
+      }
     if (n_tiles > 0) {
       const int pst = (n_tiles - 1) & 1;
       mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */

@@ -27,18 +27,18 @@
  * e4m3 keeps 3 bits of significand (a relative step of 2^-4 near 1, against bf16's 2^-8), about
  * 10x bf16's error in O.
  *
- * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l05-2026-11-24): the kernel alone, at the
- * papers' shapes, seq 4k-16k: 720.4-799.3 TFLOP/s, 1.15-1.28x version 5 (1.12-1.27x causal), below
- * the 1.4-1.6x predicted. Why, from the timeline (timeline-d128.csv, recorded 2026-11-25 at batch
- * 4, seq 4096): a tile takes 2698 cycles turn to turn against version 5's 3022; its GEMMs up to S
- * take 491 against 970, and its softmax 1555 against 1432: FP8 does not shorten the softmax,
- * which is now most of a tile.
- * Counting the conversion (the program's figure): batch 4, seq 4096: 644.3 (causal 494.6), 0.97x
- * version 5; at seq 16k the conversion is paid once for more work, and it is 790.5, 1.12x. Error:
- * at most 4.7e-02 max-abs and 1.7e-02 relative L2 on the table's shapes, about 10x bf16's, as
- * predicted (rows that see few keys inherit V's rounding). Before each tile's P V was added in
- * fp32, the same kernel failed its check at batch 1, seq 16384: 7.9e-02 relative L2
- * (fp8-before-fold.log in the archive).
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l05b-2026-11-25), with the loop split as in
+ * version 5: the kernel alone, at the papers' shapes, seq 4k-16k: 740.8-845.1 TFLOP/s, 1.10-1.26x
+ * version 5 (1.18-1.22x causal), below the 1.4-1.6x predicted (2026-11-24, one loop: 1.15-1.28x).
+ * Why, from the timeline (timeline-d128.csv, batch 4, seq 4096): a tile takes 2568 cycles turn to
+ * turn against version 5's 2974; its GEMMs up to S take 500 against 939, and its softmax 1449
+ * against 1392: FP8 does not shorten the softmax, which is now most of a tile. Counting the
+ * conversion (the program's figure): batch 4, seq 4096: 666.4 (causal 498.6), 0.97x version 5; at
+ * seq 16k the conversion is paid once for more work, and it is 829.4, 1.12x. Error: at most
+ * 4.7e-02 max-abs and 1.7e-02 relative L2 on the table's shapes, about 10x bf16's, as predicted
+ * (rows that see few keys inherit V's rounding). Before each tile's P V was added in fp32, the same
+ * kernel failed its check at batch 1, seq 16384: 7.9e-02 relative L2
+ * (docs/results/h200-l05-2026-11-24/fp8-before-fold.log).
  *
  * Run: `./run 6` (dim 128, 16 heads, batch 4, seq 4096; the time includes the conversion).
  */
@@ -350,37 +350,42 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
       pack_p(s, pa); /* O is still zero: nothing to rescale */
     }
-    for (int j = 1; j < n_tiles; ++j) {
-      const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
-      const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
-      const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
-      mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
-      mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
-      named_bar_sync(my_bar, 256); /* my turn */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
-      reg_fence(acc, FA_NO);
-      wgmma_fence();
-      issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
-      wgmma_commit(); /* group 1: S_j */
-      issue_pv(pv, pa, sV_a + pst * FA_TILE_BYTES);
-      wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
-      named_bar_arrive(other_bar, 256); /* your turn */
-      wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
-      reg_fence(s, FA_NS);
-      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
-      if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
-      float alpha[2];
-      softmax_p(s, row_m, row_l, alpha, j >= n_unmasked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal,
-                diag, scale_log2); /* under my own P V on the tensor cores */
-      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
-      wgmma_wait0();
-      reg_fence(pv, FA_NO);
-      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
-      if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
-      fold_pv(acc, pv, alpha);
-      pack_p(s, pa);
-    }
+    /* Tiles 1 .. n_tiles - 1 in two runs, unmasked then masked, as in version 5: no branch around
+     * the mask between the two waits. */
+    const int j_mid = max(1, min(n_tiles, n_unmasked));
+#pragma unroll
+    for (int masked = 0; masked < 2; ++masked)
+      for (int j = masked ? j_mid : 1; j < (masked ? n_tiles : j_mid); ++j) {
+        const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
+        const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
+        const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
+        mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
+        mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+        named_bar_sync(my_bar, 256); /* my turn */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
+        reg_fence(acc, FA_NO);
+        wgmma_fence();
+        issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
+        wgmma_commit(); /* group 1: S_j */
+        issue_pv(pv, pa, sV_a + pst * FA_TILE_BYTES);
+        wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
+        named_bar_arrive(other_bar, 256); /* your turn */
+        wgmma_wait1(); /* S_j is complete; P_{j-1} V_{j-1} may still be running */
+        reg_fence(s, FA_NS);
+        TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
+        if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
+        float alpha[2];
+        softmax_p(s, row_m, row_l, alpha, masked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal, diag,
+                  scale_log2); /* under my own P V on the tensor cores */
+        TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
+        wgmma_wait0();
+        reg_fence(pv, FA_NO);
+        TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
+        if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
+        fold_pv(acc, pv, alpha);
+        pack_p(s, pa);
+      }
     if (n_tiles > 0) {
       const int pst = (n_tiles - 1) & 1;
       mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
