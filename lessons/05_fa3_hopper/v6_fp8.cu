@@ -16,7 +16,9 @@
  * final 1 / l (V's). One more change: each tile's P V goes into a fresh accumulator, added to O in
  * fp32 (fold_pv()), because the FP8 tensor cores keep fewer bits than fp32 when they add into an
  * accumulator: over 16k keys, O += P V inside the wgmma lost enough low bits to bias O by a few
- * percent.
+ * percent. And the softmax takes its row maxima as trees and its exponentials in one
+ * stream (softmax_p()): in FP8 the softmax is most of a tile, and its chains of dependent
+ * instructions show.
  *
  * Why: an e4m3 wgmma does twice the multiply-adds of a bf16 one in the same time, and every tile
  * is half the bytes. The softmax is unchanged: exponentials per score are the same, so the share of
@@ -27,14 +29,15 @@
  * e4m3 keeps 3 bits of significand (a relative step of 2^-4 near 1, against bf16's 2^-8), about
  * 10x bf16's error in O.
  *
- * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l05b-2026-11-25), with the loop split as in
- * version 5: the kernel alone, at the papers' shapes, seq 4k-16k: 740.8-845.1 TFLOP/s, 1.10-1.26x
- * version 5 (1.18-1.22x causal), below the 1.4-1.6x predicted (2026-11-24, one loop: 1.15-1.28x).
- * Why, from the timeline (timeline-d128.csv, batch 4, seq 4096): a tile takes 2568 cycles turn to
- * turn against version 5's 2974; its GEMMs up to S take 500 against 939, and its softmax 1449
- * against 1392: FP8 does not shorten the softmax, which is now most of a tile. Counting the
- * conversion (the program's figure): batch 4, seq 4096: 666.4 (causal 498.6), 0.97x version 5; at
- * seq 16k the conversion is paid once for more work, and it is 829.4, 1.12x. Error: at most
+  * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l05c-2026-11-25), with the loop split as in
+ * version 5 and the softmax above: the kernel alone, at the papers' shapes, seq 4k-16k:
+ * 754.1-842.5 TFLOP/s, 1.17-1.28x version 5 (1.17-1.22x causal), below the 1.4-1.6x predicted
+ * (2026-11-24, one loop and version 5's softmax: 1.15-1.28x). Why, from the timeline
+ * (timeline-d128.csv, batch 4, seq 4096): a tile takes 2537 cycles turn to turn against version 5's
+ * 2930; its GEMMs up to S take 446 against 885, and its softmax 1429 against 1397: FP8 does not
+ * shorten the softmax, which is now most of a tile. Counting the conversion (the program's figure):
+ * batch 4, seq 4096: 671.7 (causal 509.6), 0.98x version 5; at seq 16k the conversion is paid once
+ * for more work, and it is 845.8, 1.16x. Error: at most
  * 4.7e-02 max-abs and 1.7e-02 relative L2 on the table's shapes, about 10x bf16's, as predicted
  * (rows that see few keys inherit V's rounding). Before each tile's P V was added in fp32, the same
  * kernel failed its check at batch 1, seq 16384: 7.9e-02 relative L2
@@ -166,31 +169,53 @@ static __device__ __forceinline__ void softmax_p(float s[FA_NS], float row_m[2],
     }
   }
 
-  /* Online softmax on my 2 rows: max over my scores, then over the quad (2 shuffles). */
+  /* Online softmax on my 2 rows, both at once, unlike version 5's: the max of each row as a tree
+   * over my scores (4 levels, not a chain of 16), the two rows' quad shuffles side by side, then
+   * one stream of exponentials into four partial sums, so that no long chain of dependent
+   * instructions stands between S and P. With its GEMMs half as long, the softmax is most of an
+   * FP8 tile, and this paid here (3-10% on the kernel alone) where it did not in version 5. */
+  float m0[FA_BC / 8], m1[FA_BC / 8];
+#pragma unroll
+  for (int nt = 0; nt < FA_BC / 8; ++nt) {
+    m0[nt] = fmaxf(s[4 * nt], s[4 * nt + 1]);
+    m1[nt] = fmaxf(s[4 * nt + 2], s[4 * nt + 3]);
+  }
+#pragma unroll
+  for (int w = FA_BC / 16; w >= 1; w /= 2) /* constant bounds, so that the arrays stay registers */
+#pragma unroll
+    for (int i = 0; i < FA_BC / 16; ++i)
+      if (i < w) {
+        m0[i] = fmaxf(m0[i], m0[i + w]);
+        m1[i] = fmaxf(m1[i], m1[i + w]);
+      }
+  float mx[2] = {m0[0], m1[0]};
+#pragma unroll
+  for (int off = 1; off <= 2; off <<= 1) {
+    const float a = __shfl_xor_sync(0xffffffffu, mx[0], off);
+    const float b = __shfl_xor_sync(0xffffffffu, mx[1], off);
+    mx[0] = fmaxf(mx[0], a);
+    mx[1] = fmaxf(mx[1], b);
+  }
+  float neg_m[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < FA_BC / 8; ++nt)
-      mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * hf], s[4 * nt + 2 * hf + 1]));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = fmaxf(row_m[hf], mx * scale_log2);
+    const float m_new = fmaxf(row_m[hf], mx[hf] * scale_log2);
     const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
-    const float alpha = fast_exp2(row_m[hf] - m_use);
+    alpha_out[hf] = fast_exp2(row_m[hf] - m_use);
     row_m[hf] = m_new;
-    float sum = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < FA_BC / 8; ++nt)
-#pragma unroll
-      for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-        float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -m_use));
-        s[4 * nt + e] = p;
-        sum += p;
-      }
-    row_l[hf] = row_l[hf] * alpha + sum;
-    alpha_out[hf] = alpha;
+    neg_m[hf] = -m_use;
   }
+  float sum[4] = {0.f, 0.f, 0.f, 0.f}; /* [row][even or odd column block] */
+#pragma unroll
+  for (int nt = 0; nt < FA_BC / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, neg_m[e >> 1]));
+      s[4 * nt + e] = p;
+      sum[(e >> 1) * 2 + (nt & 1)] += p;
+    }
+  row_l[0] = row_l[0] * alpha_out[0] + (sum[0] + sum[1]);
+  row_l[1] = row_l[1] * alpha_out[1] + (sum[2] + sum[3]);
 }
 
 /** Once the previous tile's P V has landed: O = (O + PV) * alpha, in fp32 (the rescale of this
