@@ -173,7 +173,7 @@ static __device__ __forceinline__ void softmax_p(float s[FA_NS], float row_m[2],
    * over my scores (4 levels, not a chain of 16), the two rows' quad shuffles side by side, then
    * one stream of exponentials into four partial sums, so that no long chain of dependent
    * instructions stands between S and P. With its GEMMs half as long, the softmax is most of an
-   * FP8 tile, and this paid here (3-10% on the kernel alone) where it did not in version 5. */
+   * FP8 tile, and this paid here (1-10% on the kernel alone) where it did not in version 5. */
   float m0[FA_BC / 8], m1[FA_BC / 8];
 #pragma unroll
   for (int nt = 0; nt < FA_BC / 8; ++nt) {
