@@ -1,0 +1,160 @@
+"""Lesson 05's regions: its renderers and the helpers they share."""
+import re
+from .core import (NO_PEERS, NO_RUN, att, f, noise_sentence, pc, ratio, seq_label, source, span,
+    table, xs)
+from .lesson04 import l04_shape
+
+
+# ---- Lesson 05 ------------------------------------------------------------------------------------
+
+L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
+# (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
+L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
+              ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
+              ("batch 4, seq 4096, 32 heads, 4 KV heads (GQA 8:1), dim 128",
+               att(4, 32, 4096, 128, kvh=4)),
+              ("batch 4, seq 1024 against kv 8192, 16 heads, dim 128, causal",
+               att(4, 16, 1024, 128, 1, skv=8192))]
+
+
+def l05_versions(a):
+    """(number, name) of every row lesson 5's table printed, in order (the yardstick last)."""
+    seen = {}
+    for r in a.rows(5):
+        seen.setdefault(r["version"], r["name"])
+    return sorted(seen.items())
+
+
+def l05_t(a, v, **shape):
+    r = a.one(5, v, **shape)
+    return r["tflops"] if r else None
+
+
+def r_l05_table(a, ctx):
+    src = source(a, ["lessons.csv"])
+    vs = l05_versions(a)
+    if not vs:
+        return src + "\n\nThe lesson's table: " + NO_RUN + "."
+    last = vs[-1][0]  # the yardstick: lesson 04's version 7
+    rows = []
+    for v, name in vs:
+        cells = []
+        for dim, c in L05_COLS:
+            r = l05_t(a, v, **l04_shape(dim, c))
+            cells.append(f(r))
+        shape = l04_shape(128, 0)
+        r = a.one(5, v, **shape)
+        pct = pc(r and r["pct_flops"], 0)
+        if v == last:
+            bought = "-"
+        else:
+            prev = ratio(l05_t(a, v, **shape), l05_t(a, v - 1, **shape)) if v > 1 else None
+            y = ratio(l05_t(a, v, **shape), l05_t(a, last, **shape))
+            prev64 = (ratio(l05_t(a, v, **l04_shape(64, 0)), l05_t(a, v - 1, **l04_shape(64, 0)))
+                      if v > 1 else None)
+            bought = (f"{xs(prev)} / {xs(prev64)}" if v > 1 else "-") + f"; {xs(y)}"
+        label = f"`{name}`" + (" (lesson 04)" if v == last else "")
+        rows.append([v if v != last else "-", label] + cells + [pct, bought])
+    rs = [r for dim, c in L05_COLS for r in a.rows(5, **l04_shape(dim, c))]
+    ran = [r for r in rs if r["status"] != "skipped"]
+    bad = [r for r in ran if r["status"] != "PASS"]
+    mx = [r["max_abs"] for r in ran if r["max_abs"] is not None and "fp8" not in r["name"]]
+    m8 = [r for r in ran if r["max_abs"] is not None and "fp8" in r["name"]]
+    s = ("Every run of these shapes passed its check" if not bad else
+         f"{len(bad)} of {len(ran)} runs did not pass their check")
+    if mx:
+        s += (f" (bf16 max-abs error at most {max(mx):.1e} against the double-precision "
+              "reference")
+        if m8:
+            s += (f"; FP8 at most {max(r['max_abs'] for r in m8):.1e}, relative L2 at most "
+                  f"{max(r['rel_l2'] for r in m8):.1e}, against its own tolerances")
+        s += ")"
+    if len(ran) < len(rs):
+        s += (f"; {len(rs) - len(ran)} runs were skipped with their reason (FP8 at dim 64, not "
+              "built)")
+    return "\n".join([src, "", "TFLOP/s, batch 4, seq 4096 (causal counted as half the pairs); % of "
+                      "the H200's dense bf16 peak at dim 128 not causal; bought: over the version "
+                      "before (dim 128 / dim 64, not causal); over lesson 04's version 7 (dim 128).",
+                      "", table(["#", "version", "dim 128 (16 heads)", "causal",
+                                 "dim 64 (32 heads)", "causal", "% of peak",
+                                 "bought; over lesson 04"], rows), "", s + ". " +
+                      noise_sentence(a, 5)])
+
+
+def r_l05_shapes(a, ctx):
+    src = source(a, ["lessons.csv"])
+    vs = l05_versions(a)
+    rows = []
+    for label, shape in L05_SHAPES:
+        ts = [l05_t(a, v, **shape) for v, _ in vs]
+        if all(t is None for t in ts):
+            continue
+        rows.append([label] + [f(t) for t in ts])
+    if not rows:
+        return src + "\n\nOther shapes: " + NO_RUN + "."
+    return "\n".join([src, "", "TFLOP/s of each version at the other shapes of `gpu-runs.txt`:", "",
+                      table(["shape"] + [f"{v} `{n}`" for v, n in vs], rows)])
+
+
+def r_l05_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(5, "sdpa-cudnn"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    nums = sorted({int(m.group(1)) for r in a.peers if int(r["lesson"]) == 5
+                   for m in [re.match(r"v(\d+)-", r["impl"] or "")] if m})
+    rows, targets, fp8_over = [], {}, {}
+    for dim in (64, 128):
+        for c in (0, 1):
+            seqs = sorted({r["seq_q"] for r in a.peers if int(r["lesson"]) == 5 and
+                           r["dim"] == dim and r["causal"] == c and r["seq_q"]})
+            for sq in seqs:
+                kv = dict(dim=dim, causal=c, seq_q=sq)
+                fl, cu = a.peer(5, "sdpa-flash", **kv), a.peer(5, "sdpa-cudnn", **kv)
+                l4 = a.peer(5, r"l04-.*", **kv)
+                vs = {v: a.peer(5, rf"v{v}-.*", **kv) for v in nums}
+                ts = {v: r["tflops"] for v, r in vs.items() if r and r["tflops"]}
+                bf = [t for v, t in ts.items() if "fp8" not in vs[v]["impl"]]
+                best = max(bf) if bf else None
+                fk = a.peer(5, "fp8-kernel-only", **kv)
+                fp8v = [v for v, r in vs.items() if r and "fp8" in r["impl"]]
+                if fk and fk["tflops"] and sq >= 4096:
+                    prev = ts.get(fp8v[0] - 1) if fp8v else None
+                    fp8_over.setdefault(c, []).append((ratio(fk["tflops"], prev),
+                                                       ratio(ts.get(fp8v[0]), prev)
+                                                       if fp8v else None))
+                b_c = ratio(best, cu and cu["tflops"])
+                if sq >= 4096 and b_c:
+                    targets.setdefault((dim, c), []).append(b_c)
+                rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
+                             f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
+                            [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
+                            [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
+                             f(ratio(best, l4 and l4["tflops"]), 2)])
+    sw = a.software()
+    out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
+           "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
+           table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
+                 [f"v{v}" for v in nums] + ["FP8 kernel alone", "best / flash", "best / cuDNN",
+                                            "best / l04"], rows),
+           "", "Best: the fastest bf16 version. The FP8 version's column counts its conversion of "
+           "Q, K and V (as the lesson's program times it); \"FP8 kernel alone\" times its kernel "
+           "on tensors converted before the timing (dim 128 only).", ""]
+    words = []
+    for (dim, c), rs in sorted(targets.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
+        words.append(f"dim {dim}{' causal' if c else ''} {span(min(rs), max(rs), 2)}x")
+    if words:
+        out.append("Best bf16 version over cuDNN at seq 4k-16k: " + "; ".join(words) + ".")
+    for c, rs in sorted(fp8_over.items()):
+        k = [x for x, _ in rs if x]
+        e = [y for _, y in rs if y]
+        if k:
+            out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the kernel alone "
+                       f"{span(min(k), max(k), 2)}x the bf16 version before it" +
+                       (f", {span(min(e), max(e), 2)}x counting the conversion." if e else "."))
+    return "\n".join(out).rstrip()
+
+
+# The regions this module writes: NAME of `<!-- results:NAME -->` -> its renderer.
+RENDERERS = {
+    "l05-table": r_l05_table, "l05-shapes": r_l05_shapes, "l05-peers": r_l05_peers,
+}
