@@ -40,6 +40,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "attn_causal.h"
 #include "attn_cuda.cuh"
 #include "fa2_warps.h"
 #include "ptx.cuh"
@@ -100,28 +101,6 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
-/** KV tiles Q tile [q0, q0 + FA_BR) must visit, and how many of them (from tile 0) need no mask:
- * the device twins of l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c). */
-static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long last_row = (q0 + FA_BR < seq_q ? q0 + FA_BR : seq_q) - 1;
-    long long last_key = last_row + ((long long)seq_kv - seq_q);
-    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)((n + FA_BC - 1) / FA_BC);
-}
-
-/** KV tiles, from tile 0, that Q tile [q0, q0 + FA_BR) sees whole: no mask needed. */
-static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
-    n = first_sees < seq_kv ? first_sees : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)(n / FA_BC);
-}
-
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
  * Version 6's kernel with KV tiles of FA_BC keys (128 at dim 64, 64 at dim 128) and the Q
  * fragments read again from shared memory on every tile. Each warp writes its 32 rows of O and
@@ -170,8 +149,8 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
     v_off[i] = tile_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
   }
 
-  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
-  const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+  const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
+  const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
   const size_t kv_step = FA_RSTEP * kv_stride;
   load_rows(sQ_a + ld_off, qg + q_ld, qg + c_t * 8, FA_RSTEP * q_stride, seq_q - q0 - r_t, FA_BR);
   cp_async_commit();

@@ -39,6 +39,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "attn_causal.h"
 #include "attn_cuda.cuh"
 #include "fa3_hopper.h"
 #include "hopper.cuh"
@@ -86,27 +87,6 @@ static __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap 
     tma_load_4d(dst + p * rows * 128, map, bar, p * 64, hh, t0, bb);
 }
 
-/** KV tiles Q tile [q0, q0 + FA_BR) must visit (lesson 04's kv_tiles_visited). */
-static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long last_row = (q0 + FA_BR < seq_q ? q0 + FA_BR : seq_q) - 1;
-    long long last_key = last_row + ((long long)seq_kv - seq_q);
-    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)((n + FA_BC - 1) / FA_BC);
-}
-
-/** KV tiles, from tile 0, that Q tile [q0, q0 + FA_BR) sees whole: no mask needed. */
-static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
-    n = first_sees < seq_kv ? first_sees : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)(n / FA_BC);
-}
-
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, two warpgroups of 64
  * rows. Each warpgroup writes its 64 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
@@ -142,8 +122,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
   const int diag = seq_kv - seq_q;
   const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
 
-  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
-  const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+  const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
+  const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
   /* Thread 0 sets up the barriers (one arrival each: its own arrive.expect_tx) and issues Q and
    * the first two KV tiles; nobody touches a barrier before the block barrier says it exists. */
   if (threadIdx.x == 0) {

@@ -34,6 +34,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "attn_causal.h"
 #include "attn_cuda.cuh"
 #include "fa3_hopper.h"
 #include "hopper.cuh"
@@ -81,27 +82,6 @@ static __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap 
 #pragma unroll
   for (int p = 0; p < FA_PANELS; ++p)
     tma_load_4d(dst + p * rows * 128, map, bar, p * 64, hh, t0, bb);
-}
-
-/** KV tiles Q tile [q0, q0 + FA_BR) must visit (lesson 04's kv_tiles_visited). */
-static __device__ __forceinline__ int kv_tiles_visited(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long last_row = (q0 + FA_BR < seq_q ? q0 + FA_BR : seq_q) - 1;
-    long long last_key = last_row + ((long long)seq_kv - seq_q);
-    n = last_key + 1 < seq_kv ? last_key + 1 : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)((n + FA_BC - 1) / FA_BC);
-}
-
-/** KV tiles, from tile 0, that Q tile [q0, q0 + FA_BR) sees whole: no mask needed. */
-static __device__ __forceinline__ int kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int causal) {
-  long long n = seq_kv;
-  if (causal) {
-    long long first_sees = (long long)q0 + ((long long)seq_kv - seq_q) + 1;
-    n = first_sees < seq_kv ? first_sees : seq_kv;
-  }
-  return n <= 0 ? 0 : (int)(n / FA_BC);
 }
 
 /** S = Q K^T for one KV tile, issued (not waited for): FA_KS wgmma reading my warpgroup's rows
@@ -219,7 +199,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
   const int h = bh % heads, b = bh / heads;
   const int kvh = h / (heads / kv_heads);
   const int q0 = q_tile * FA_BR;
-  const int n_tiles = kv_tiles_visited(q0, seq_q, seq_kv, causal);
+  const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
 
   if (threadIdx.x == 0) {
     mbar_init(bar_q, 1);
@@ -265,7 +245,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     const size_t q_stride = (size_t)heads * HEAD_DIM;
     const int diag = seq_kv - seq_q;
     const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
-    const int n_unmasked = kv_tiles_unmasked(q0, seq_q, seq_kv, causal);
+    const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
     mbar_wait(bar_q, 0);
 
     float acc[FA_NO];

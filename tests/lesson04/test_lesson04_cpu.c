@@ -1,12 +1,14 @@
 /* Lesson 04, CPU: the CPU model of version 6's tile loop (the causal skip and where the mask goes)
- * against the double-precision reference on awkward shapes, and the flat entry point's argument
- * checks. No GPU needed. */
+ * against the double-precision reference on awkward shapes, the drill's tile bounds against the
+ * kernels' (attn_causal.h), and the flat entry point's argument checks. No GPU needed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_causal.h"
 #include "attn_test.h"
 #include "fa2_warps.h"
+#include "warp_partition.h"
 
 /* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
 static const int kShapes[][7] = {
@@ -63,6 +65,39 @@ START_TEST(causal_skip_halves_the_visits) {
 }
 END_TEST
 
+/* The checklist's answers, l04_kv_tiles_visited() and l04_kv_tiles_unmasked() (warp_partition.c),
+ * give the bounds the kernels take from attn_causal.h, on every Q tile of many shapes: one token,
+ * a tile minus one, a tile plus one, seq_q above and below seq_kv, causal or not. */
+START_TEST(kv_tile_bounds_match_attn_causal) {
+  static const int lens[] = {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 300, 1000, 4096};
+  static const int tiles[] = {16, 32, 64, 128};
+  enum { N_LENS = sizeof lens / sizeof lens[0], N_TILES = sizeof tiles / sizeof tiles[0] };
+  long checked = 0;
+  for (int causal = 0; causal < 2; ++causal)
+    for (int a = 0; a < N_LENS; ++a)
+      for (int c = 0; c < N_LENS; ++c)
+        for (int x = 0; x < N_TILES; ++x)
+          for (int y = 0; y < N_TILES; ++y) {
+            const int seq_q = lens[a], seq_kv = lens[c], br = tiles[x], bc = tiles[y];
+            for (int q0 = 0; q0 < seq_q; q0 += br, ++checked) {
+              const int v = l04_kv_tiles_visited(q0, br, seq_q, seq_kv, bc, causal);
+              const int u = l04_kv_tiles_unmasked(q0, br, seq_q, seq_kv, bc, causal);
+              ck_assert_msg(v == attn_kv_tiles_visited(q0, br, seq_q, seq_kv, bc, causal),
+                            "visited: q0 %d br %d seq_q %d seq_kv %d bc %d causal %d: %d, "
+                            "attn_causal.h %d",
+                            q0, br, seq_q, seq_kv, bc, causal, v,
+                            attn_kv_tiles_visited(q0, br, seq_q, seq_kv, bc, causal));
+              ck_assert_msg(u == attn_kv_tiles_unmasked(q0, seq_q, seq_kv, bc, causal),
+                            "unmasked: q0 %d br %d seq_q %d seq_kv %d bc %d causal %d: %d, "
+                            "attn_causal.h %d",
+                            q0, br, seq_q, seq_kv, bc, causal, u,
+                            attn_kv_tiles_unmasked(q0, seq_q, seq_kv, bc, causal));
+            }
+          }
+  ck_assert(checked > 10000);
+}
+END_TEST
+
 START_TEST(flat_entry_point_rejects_bad_arguments) {
   ck_assert_int_eq(l04_forward(0, 64, NULL, NULL, NULL, NULL, NULL, 1, 1, 1, 1, 1, 0, 0.f, 0),
                    cudaErrorInvalidValue);
@@ -103,6 +138,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, cpu_model_matches_reference, 0, N_SHAPES);
   tcase_add_test(tc, causal_skip_halves_the_visits);
+  tcase_add_test(tc, kv_tile_bounds_match_attn_causal);
   tcase_add_test(tc, flat_entry_point_rejects_bad_arguments);
   tcase_add_test(tc, version_table_is_consistent);
   suite_add_tcase(s, tc);
