@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "../04_fa2_warps/ptx.cuh"
+#include "ptx.cuh" /* lesson 04's PTX wrappers (USES 4) */
 
 /** Byte offset of 16-byte chunk `chunk` (0 .. dim / 8 - 1) of row `row` in a 128-byte-swizzled
  * tile of `rows` rows: panel chunk / 8, then the row, then the chunk XOR the row's place in its
