@@ -87,6 +87,30 @@ static __device__ __forceinline__ void tma_tile(uint32_t dst, const CUtensorMap 
     tma_load_4d(dst + p * rows * 128, map, bar, p * 64, hh, t0, bb);
 }
 
+/** After the last tile: the quad's 4 partial row sums, then O / l in bf16 and the log-sum-exp of my
+ * 2 rows, q0 + wr0 + g and + 8 (rows past seq_q are not written). */
+static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                                               const float acc[FA_NO], const float row_m[2],
+                                               const float row_l[2], int q0, int wr0, int g, int t4,
+                                               int seq_q, size_t q_stride, int b, int h, int bh) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = q0 + wr0 + g + hf * 8;
+    if (row >= seq_q) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
+    attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+      *(uint32_t *)(orow + dt * 8 + t4 * 2) =
+          pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+    if (t4 == 0)
+      lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
+  }
+}
+
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, two warpgroups of 64
  * rows. Each warpgroup writes its 64 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
@@ -246,23 +270,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     }
   }
 
-  /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float l = row_l[hf];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = q0 + wr0 + g + hf * 8;
-    if (row >= seq_q) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
-    attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
-#pragma unroll
-    for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
-      *(uint32_t *)(orow + dt * 8 + t4 * 2) =
-          pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
-    if (t4 == 0)
-      lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
-  }
+  store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, q_stride, b, h, bh);
 }
 
 /** The launcher, l05_tma_d64() or l05_tma_d128(): the three tensor maps, then one block per

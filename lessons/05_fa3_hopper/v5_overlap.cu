@@ -186,6 +186,55 @@ static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float 
   }
 }
 
+/** The producer's warp: Q once, then KV tile j into stage j % 2 of the ring as soon as both
+ * consumers have released that stage (its empty barrier), its bytes announced on the stage's full
+ * barrier. The whole warp waits on the barriers; lane 0 issues the copies. The barriers of a ring
+ * are 8 bytes apart: [stage 0, stage 1]. */
+static __device__ __forceinline__ void producer_load(
+    const CUtensorMap *tm_q, const CUtensorMap *tm_k, const CUtensorMap *tm_v, uint32_t sQ_a,
+    uint32_t sK_a, uint32_t sV_a, uint32_t bar_q, uint32_t full_k, uint32_t full_v,
+    uint32_t empty_k, uint32_t empty_v, int n_tiles, int h, int kvh, int q0, int b,
+    unsigned long long *tl) {
+  const int leader = threadIdx.x == 0;
+  if (leader) tma_tile(sQ_a, tm_q, bar_q, FA_BR, h, q0, b);
+  for (int j = 0; j < n_tiles; ++j) {
+    const int st = j & 1;                       /* l05_stage(j, 2) */
+    const uint32_t parity = ((j >> 1) & 1) ^ 1; /* l05_empty_parity(j, 2) */
+    const uint32_t off = st * FA_TILE_BYTES;
+    mbar_wait(empty_k + 8 * st, parity);
+    if (leader) tma_tile(sK_a + off, tm_k, full_k + 8 * st, FA_BC, kvh, j * FA_BC, b);
+    TL_STAMP(tl, 0, j, L05_TL_ISSUE_K);
+    mbar_wait(empty_v + 8 * st, parity);
+    if (leader) tma_tile(sV_a + off, tm_v, full_v + 8 * st, FA_BC, kvh, j * FA_BC, b);
+    TL_STAMP(tl, 0, j, L05_TL_ISSUE_V);
+    __syncwarp();
+  }
+}
+
+/** After the last tile: the quad's 4 partial row sums, then O / l in bf16 and the log-sum-exp of my
+ * 2 rows, q0 + wr0 + g and + 8 (rows past seq_q are not written). */
+static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                                               const float acc[FA_NO], const float row_m[2],
+                                               const float row_l[2], int q0, int wr0, int g, int t4,
+                                               int seq_q, size_t q_stride, int b, int h, int bh) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = q0 + wr0 + g + hf * 8;
+    if (row >= seq_q) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
+    attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+      *(uint32_t *)(orow + dt * 8 + t4 * 2) =
+          pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+    if (t4 == 0)
+      lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
+  }
+}
+
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
  * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
@@ -234,22 +283,9 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     /* The producer warpgroup: registers back to the pool; its warp 0 walks the tiles (the whole
      * warp waits on the barriers, lane 0 issues the copies), warps 1-3 have nothing to do. */
     setmaxnreg_dec_24();
-    if (threadIdx.x < 32) {
-      const int leader = threadIdx.x == 0;
-      if (leader) tma_tile(sQ_a, &tm_q, bar_q, FA_BR, h, q0, b);
-      for (int j = 0; j < n_tiles; ++j) {
-        const int st = j & 1;                       /* l05_stage(j, 2) */
-        const uint32_t parity = ((j >> 1) & 1) ^ 1; /* l05_empty_parity(j, 2) */
-        const uint32_t off = st * FA_TILE_BYTES;
-        mbar_wait(empty_k + 8 * st, parity);
-        if (leader) tma_tile(sK_a + off, &tm_k, full_k + 8 * st, FA_BC, kvh, j * FA_BC, b);
-        TL_STAMP(tl, 0, j, L05_TL_ISSUE_K);
-        mbar_wait(empty_v + 8 * st, parity);
-        if (leader) tma_tile(sV_a + off, &tm_v, full_v + 8 * st, FA_BC, kvh, j * FA_BC, b);
-        TL_STAMP(tl, 0, j, L05_TL_ISSUE_V);
-        __syncwarp();
-      }
-    }
+    if (threadIdx.x < 32)
+      producer_load(&tm_q, &tm_k, &tm_v, sQ_a, sK_a, sV_a, bar_q, full_k, full_v, empty_k, empty_v,
+                    n_tiles, h, kvh, q0, b, tl);
   } else {
     /* A consumer warpgroup. */
     setmaxnreg_inc_240();
@@ -361,23 +397,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       if (lane == 0) mbar_arrive(empty_v + 8 * pst);
     }
 
-    /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float l = row_l[hf];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const int row = q0 + wr0 + g + hf * 8;
-      if (row >= seq_q) continue;
-      const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
-      attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
-#pragma unroll
-      for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
-        *(uint32_t *)(orow + dt * 8 + t4 * 2) =
-            pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
-      if (t4 == 0)
-        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
-    }
+    store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, q_stride, b, h, bh);
   }
 }
 
