@@ -2,7 +2,8 @@
 # Run the shell commands the documentation shows, as a reader would type them, so that a renamed file,
 # target or flag breaks a test instead of a reader's first hour.
 #
-#   scripts/doc-commands.sh BUILD_DIR [FILE.md ...]     (default: every README and docs/*.md)
+#   scripts/doc-commands.sh BUILD_DIR [FILE.md ...]     (default: every README, the lessons' NOTES.md
+#                                                         and docs/*.md)
 #
 # A fenced block opened with ```sh is a list of commands, one per line (a trailing backslash joins
 # lines; `# ...` comments are fine). Its info string says how it is checked:
@@ -32,7 +33,7 @@ cd "$src" || exit 2
 if [ $# -gt 0 ]; then
   files=("$@")
 else
-  files=(README.md lessons/README.md lessons/*/README.md docs/*.md docs/results/README.md)
+  files=(README.md lessons/README.md lessons/*/README.md lessons/*/NOTES.md docs/*.md docs/results/README.md)
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/doc-commands.XXXXXX")
