@@ -447,8 +447,20 @@ OPEN = re.compile(r"^<!-- results:([a-z0-9-]+)(?: ([A-Za-z0-9._-]+))? -->$")
 CLOSE = re.compile(r"^<!-- /results:([a-z0-9-]+) -->$")
 
 
-# The lessons whose rows the top README's regions read (its headline covers lessons 01-04).
+# The lessons whose newest folder the top README's regions read by default (its headline reads
+# each lesson's own newest folder instead: scripts/results/top.py).
 TOP_LESSONS = (1, 2, 3, 4)
+
+
+def lesson_dirs():
+    """(number, folder name) of every lesson present: lessons/NN_name/ with a CMakeLists.txt."""
+    out = []
+    base = os.path.join(ROOT, "lessons")
+    for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        m = re.match(r"^(\d{2})_\w+$", d)
+        if m and os.path.isfile(os.path.join(base, d, "CMakeLists.txt")):
+            out.append((int(m.group(1)), d))
+    return out
 
 
 def lessons_in(folder):
@@ -477,4 +489,12 @@ def newest_folder(lessons=()):
         raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv)"
                          f"{want} under docs/results/")
     return best[1]
+
+
+def newest_folder_or_none(lessons=()):
+    """newest_folder(lessons), or None where no folder has rows of them."""
+    try:
+        return newest_folder(lessons)
+    except SystemExit:
+        return None
 

@@ -96,40 +96,65 @@ def r_l05_shapes(a, ctx):
                       table(["shape"] + [f"{v} `{n}`" for v, n in vs], rows)])
 
 
-def r_l05_peers(a, ctx):
-    src = source(a, ["peers.csv"])
-    if not a.peers or not a.peer(5, "sdpa-cudnn"):
-        return src + "\n\nPeer figures: " + NO_PEERS + "."
+def l05_peer_grid(a):
+    """The papers' grid of peers.csv, one dict per (dim, causal, seq) in the table's order: the
+    peers' rows (fl: SDPA flash, cu: SDPA cuDNN, l4: lesson 04's version 7, fk: the FP8 kernel
+    alone), vs (version -> its row), ts (version -> TFLOP/s), best (the fastest bf16 version's
+    TFLOP/s) and fp8v (the FP8 versions). Also the versions measured: (nums, shapes)."""
     nums = sorted({int(m.group(1)) for r in a.peers if int(r["lesson"]) == 5
                    for m in [re.match(r"v(\d+)-", r["impl"] or "")] if m})
-    rows, targets, fp8_over = [], {}, {}
+    out = []
     for dim in (64, 128):
         for c in (0, 1):
             seqs = sorted({r["seq_q"] for r in a.peers if int(r["lesson"]) == 5 and
                            r["dim"] == dim and r["causal"] == c and r["seq_q"]})
             for sq in seqs:
                 kv = dict(dim=dim, causal=c, seq_q=sq)
-                fl, cu = a.peer(5, "sdpa-flash", **kv), a.peer(5, "sdpa-cudnn", **kv)
-                l4 = a.peer(5, r"l04-.*", **kv)
                 vs = {v: a.peer(5, rf"v{v}-.*", **kv) for v in nums}
                 ts = {v: r["tflops"] for v, r in vs.items() if r and r["tflops"]}
                 bf = [t for v, t in ts.items() if "fp8" not in vs[v]["impl"]]
-                best = max(bf) if bf else None
-                fk = a.peer(5, "fp8-kernel-only", **kv)
-                fp8v = [v for v, r in vs.items() if r and "fp8" in r["impl"]]
-                if fk and fk["tflops"] and sq >= 4096:
-                    prev = ts.get(fp8v[0] - 1) if fp8v else None
-                    fp8_over.setdefault(c, []).append((ratio(fk["tflops"], prev),
-                                                       ratio(ts.get(fp8v[0]), prev)
-                                                       if fp8v else None))
-                b_c = ratio(best, cu and cu["tflops"])
-                if sq >= 4096 and b_c:
-                    targets.setdefault((dim, c), []).append(b_c)
-                rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
-                             f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
-                            [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
-                            [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
-                             f(ratio(best, l4 and l4["tflops"]), 2)])
+                out.append(dict(dim=dim, c=c, sq=sq, fl=a.peer(5, "sdpa-flash", **kv),
+                                cu=a.peer(5, "sdpa-cudnn", **kv), l4=a.peer(5, r"l04-.*", **kv),
+                                fk=a.peer(5, "fp8-kernel-only", **kv), vs=vs, ts=ts,
+                                best=max(bf) if bf else None,
+                                fp8v=[v for v, r in vs.items() if r and "fp8" in r["impl"]]))
+    return nums, out
+
+
+def l05_over_cudnn(a):
+    """{(dim, causal): [the best bf16 version's TFLOP/s over SDPA cuDNN's at each seq from 4k]}
+    of the papers' grid ({} without peers)."""
+    targets = {}
+    if not a.peers or not a.peer(5, "sdpa-cudnn"):
+        return targets
+    for g in l05_peer_grid(a)[1]:
+        b_c = ratio(g["best"], g["cu"] and g["cu"]["tflops"])
+        if g["sq"] >= 4096 and b_c:
+            targets.setdefault((g["dim"], g["c"]), []).append(b_c)
+    return targets
+
+
+def r_l05_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(5, "sdpa-cudnn"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    nums, grid = l05_peer_grid(a)
+    rows, fp8_over = [], {}
+    targets = l05_over_cudnn(a)
+    for g in grid:
+        dim, c, sq, fl, cu, l4, fk = (g[k] for k in ("dim", "c", "sq", "fl", "cu", "l4", "fk"))
+        ts, best, fp8v = g["ts"], g["best"], g["fp8v"]
+        if fk and fk["tflops"] and sq >= 4096:
+            prev = ts.get(fp8v[0] - 1) if fp8v else None
+            fp8_over.setdefault(c, []).append((ratio(fk["tflops"], prev),
+                                               ratio(ts.get(fp8v[0]), prev)
+                                               if fp8v else None))
+        b_c = ratio(best, cu and cu["tflops"])
+        rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
+                     f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
+                    [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
+                    [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
+                     f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",

@@ -123,17 +123,19 @@ def r_l07_loop(a, ctx):
         f"batches of short sequences, where a decode is mostly its fixed cost (no L2 flush).")])
 
 
-def r_l07_peers(a, ctx):
-    src = source(a, ["peers.csv"])
+def l07_peer_rows(a):
+    """Version 5 (the newest paged version measured) against its peers, one dict per row of
+    peers.csv's grid (equal lengths, then mixed): b, skv, mixed, fl (the read floor), cp (cuDNN
+    paged), cd (cuDNN dense), l06 (lesson 06's faster dense kernel), vs (version -> TB/s), all in
+    TB/s; and the versions shown (the two newest paged ones). ([], []) without peers."""
     if not a.peers or not a.peer(7, "cudnn-paged-bs16"):
-        return src + "\n\nPeer figures: " + NO_PEERS + "."
+        return [], []
     shapes = sorted({(r["batch"], r["seq_kv"]) for r in a.peers
                      if int(r["lesson"]) == 7 and r["impl"] == "cudnn-paged-bs16" and r["gbs"]})
     # the two newest paged versions the run measured
     ours = [v for v in range(1, L07_PAGED + 1)
             if a.peer(7, f"v{v}-{L07_NAMES[v]}-bs16(-mixed)?")][-2:]
-    top = ours[-1]
-    rows, wins, n, worst, dense_low = [], 0, 0, None, []
+    out = []
     for mixed in ("", "-mixed"):
         for b, skv in shapes:
             kv = dict(dim=128, kv_heads=8, batch=b, seq_kv=skv)
@@ -144,18 +146,35 @@ def r_l07_peers(a, ctx):
             vs = {v: rate(f"v{v}-{L07_NAMES[v]}-bs16") for v in ours}
             l06 = max([x for x in (rate("l06-v5-one-launch"), rate("l06-v6-varlen")) if x],
                       default=None)
-            vt = vs[top]
-            if cp is None or vt is None:
+            if cp is None or vs[ours[-1]] is None:
                 continue
-            n += 1
-            wins += vt >= cp
-            worst = min(worst, vt / cp) if worst else vt / cp
-            if l06:
-                dense_low.append(vt / l06)
-            rows.append([b, seq_label(skv), "mixed" if mixed else "equal", f(fl, 2), f(cp, 2),
-                         f(cd, 2), f(l06, 2)] + [f(vs[v], 2) for v in ours] +
-                        [xs(ratio(vt, cp), 3), pc(100 * vt / l06 if l06 else None),
-                         pc(100 * vt / fl if fl else None)])
+            out.append(dict(b=b, skv=skv, mixed=mixed, fl=fl, cp=cp, cd=cd, l06=l06, vs=vs))
+    return out, ours
+
+
+def l07_peer_summary(a, rows, top):
+    """(rows where version @p top matches or beats cuDNN's paged graph, rows, its lowest ratio to
+    it, [its ratios to lesson 06's dense kernel])."""
+    wins = sum(r["vs"][top] >= r["cp"] for r in rows)
+    worst = min(r["vs"][top] / r["cp"] for r in rows) if rows else None
+    dense = [r["vs"][top] / r["l06"] for r in rows if r["l06"]]
+    return wins, len(rows), worst, dense
+
+
+def r_l07_peers(a, ctx):
+    src = source(a, ["peers.csv"])
+    if not a.peers or not a.peer(7, "cudnn-paged-bs16"):
+        return src + "\n\nPeer figures: " + NO_PEERS + "."
+    data, ours = l07_peer_rows(a)
+    top = ours[-1]
+    rows = []
+    for d in data:
+        vt, cp, fl, l06 = d["vs"][top], d["cp"], d["fl"], d["l06"]
+        rows.append([d["b"], seq_label(d["skv"]), "mixed" if d["mixed"] else "equal", f(fl, 2),
+                     f(cp, 2), f(d["cd"], 2), f(l06, 2)] + [f(d["vs"][v], 2) for v in ours] +
+                    [xs(ratio(vt, cp), 3), pc(100 * vt / l06 if l06 else None),
+                     pc(100 * vt / fl if fl else None)])
+    wins, n, worst, dense_low = l07_peer_summary(a, data, top)
     return "\n".join([src, "", table(["batch", "kv", "lengths", "read floor", "cuDNN paged",
                                       "cuDNN dense", "lesson 06"] + [f"v{v}" for v in ours] +
                                      [f"v{top} / cuDNN paged", f"v{top} % of lesson 06",

@@ -95,6 +95,25 @@ def l08_over(run, v):
     return rel(r and r["ms"], one and one["ms"])
 
 
+def l08_gpus(run):
+    """The GPUs a run's rings used (1 for virtual ranks), from their lines in the log."""
+    return max((g["gpus"] for g in run["ring"].values()), default=1)
+
+
+def l08_long_speedups(runs, v, causal=None, seq=131072):
+    """{GPUs: [version @p v's speed-up over version 1]} over the runs with a GPU per rank of at
+    least @p seq tokens (and the given mask, if any), each run's GPU count read from its log."""
+    out = {}
+    for r in runs:
+        g, x, one = l08_gpus(r), r["rows"].get(v), r["rows"].get(1)
+        if g < 2 or r["ranks"] != g or r["shape"]["seq_q"] < seq or not (x and x["ms"] and one):
+            continue
+        if causal is not None and r["shape"]["causal"] != causal:
+            continue
+        out.setdefault(g, []).append(ratio(one["ms"], x["ms"]))
+    return out
+
+
 def l08_missing(a, what):
     return source(a, ["lessons.csv", "gpu-suite.log"]) + f"\n\n{what}: " + NO_RUN + "."
 
@@ -224,14 +243,14 @@ def r_l08_scaling(a, ctx):
     else:
         got = [ratio(r["rows"][1]["ms"], r["rows"][v]["ms"]) for r in multi for v in rings
                if r["rows"].get(v) and r["rows"][v]["ms"]]
-        at = [ratio(r["rows"][1]["ms"], r["rows"][4]["ms"]) for r in multi if r in target and
-              r["rows"].get(4) and r["rows"][4]["ms"]]
+        # version 4 from 128k tokens on, per GPU count (2 ranks on 2 GPUs, 4 on 4, ...)
+        at = [f"version 4 with {g} ranks from 128k tokens on, {span(min(x), max(x), 2)}x"
+              for g, x in sorted(l08_long_speedups(multi, 4).items())]
         if got:
             n = f"{len(multi)} run{'s' if len(multi) > 1 else ''}"
             s.append(f"Measured with a GPU per rank ({n}): the rings ran at "
                      f"{span(min(got), max(got), 2)}x version 1's speed" +
-                     (f"; version 4 with 2 ranks from 128k tokens on, {span(min(at), max(at), 2)}x."
-                      if at else "."))
+                     ("; " + "; ".join(at) + "." if at else "."))
     ones = {}
     for r in runs:
         ones.setdefault(tuple(r["shape"][k] for k in SHAPE_KEYS), []).append(r["rows"][1]["ms"])

@@ -51,6 +51,29 @@ def l09_bytes(n):
     return f"{n / 1e9:.2f} GB" if abs(n) >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
+def l09_over_peers(a):
+    """The fastest version's TFLOP/s over SDPA flash's and over SDPA cuDNN's backward at each shape
+    of the papers' grid from seq 2k: ([over flash], [over cuDNN]); ([], []) without peers."""
+    over_fl, over_cu = [], []
+    if not a.peers or not a.peer(9, "sdpa-flash"):
+        return over_fl, over_cu
+    l9 = [r for r in a.peers if int(r["lesson"]) == 9]
+    nums = sorted({int(m.group(1)) for r in l9 for m in [re.match(r"v(\d+)-", r["impl"] or "")]
+                   if m})
+    for dim, c, sq in sorted({(r["dim"], r["causal"], r["seq_q"]) for r in l9 if r["seq_q"]}):
+        if sq < 2048:
+            continue
+        kv = dict(dim=dim, causal=c, seq_q=sq)
+        fl, cu = a.peer(9, "sdpa-flash", **kv), a.peer(9, "sdpa-cudnn", **kv)
+        ts = [r["tflops"] for r in (a.peer(9, rf"v{v}-.*", **kv) for v in nums)
+              if r and r["tflops"]]
+        best = max(ts) if ts else None
+        b_f, b_c = ratio(best, fl and fl["tflops"]), ratio(best, cu and cu["tflops"])
+        over_fl += [b_f] if b_f else []
+        over_cu += [b_c] if b_c else []
+    return over_fl, over_cu
+
+
 def r_l09_peers(a, ctx):
     src = source(a, ["peers.csv"])
     if not a.peers or not a.peer(9, "sdpa-flash"):

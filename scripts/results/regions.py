@@ -10,7 +10,8 @@ import sys
 
 from . import common, top
 from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09
-from .core import CLOSE, OPEN, RESULTS, ROOT, TOP_LESSONS, Archive, newest_folder
+from .core import (CLOSE, OPEN, RESULTS, ROOT, TOP_LESSONS, Archive, newest_folder,
+                   newest_folder_or_none)
 
 # The modules whose RENDERERS make up the table below, in the order their regions were listed.
 MODULES = (top, lesson01, lesson02, lesson03, lesson04, common, lesson05, lesson06, lesson07,
@@ -38,11 +39,13 @@ def readmes():
     return [p for p in out if os.path.exists(p)]
 
 
-def regenerate(path, text, a, load=None):
+def regenerate(path, text, a, load=None, archive_for=None):
     """The file's text with every region rewritten; raises ValueError on broken markers. @p load
-    gives the Archive of a folder a marker names (default: read it)."""
+    gives the Archive of a folder a marker names (default: read it); @p archive_for(n) lesson n's
+    Archive for a region that reads several lessons' runs (the headline; default: each lesson's
+    newest folder)."""
     m = re.match(r"lessons/0*(\d+)_", os.path.relpath(path, ROOT))
-    ctx = {"lesson": int(m.group(1)) if m else 0, "path": path}
+    ctx = {"lesson": int(m.group(1)) if m else 0, "path": path, "archive_for": archive_for}
     lines = text.split("\n")
     out, i = [], 0
     rel_path = os.path.relpath(path, ROOT)
@@ -108,8 +111,14 @@ def main():
             if folder not in archives:
                 archives[folder] = Archive(folder)
             return archives[folder]
+
+        def archive_for(n):
+            if args.folder:  # one folder for every README: the headline reads it for every lesson
+                return a
+            folder = newest_folder_or_none((n,))
+            return load(folder) if folder else None
         try:
-            new = regenerate(path, old, a, load)
+            new = regenerate(path, old, a, load, archive_for)
         except ValueError as e:
             print(f"results-tables: {e}", file=sys.stderr)
             return 2
