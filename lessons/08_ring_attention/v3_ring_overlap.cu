@@ -18,22 +18,39 @@
  * GPU: as version 2, the
  * copies now beside the compute.
  *
- * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l08-2026-11-24), virtual ranks on one
- * GPU only: batch 1, 16 heads, dim 128, 2 ranks, seq 32768: 14.50 ms against version 2's 14.57
- * (causal 7.69 against 7.70); seq 262144: 904.8 against 908.1 ms, 0.1% over version 1. On one GPU
- * a step's copy is short (0.13 ms for the 134 MB block at 32k) and competes with the compute for
- * the same memory, so there is little to win. The program's model for a GPU per rank (not
- * measured): 1.93x at 32k, 1.98x at 128k, 2.00x at 256k; causal 1.19x, 1.29x, 1.31x: the
- * imbalance, as predicted.
- * On two H200s, a GPU per rank (2026-11-24, docs/results/h200x2-l08-2026-11-24): 1.85x over
- * version 1 at 32k, 1.93x at 128k, 1.94x at 256k (the model: 1.93x, 1.98x, 2.00x); causal 1.19x,
- * 1.28x, 1.30x.
+ * Measured: two NVIDIA H200s, a GPU per rank (NCCL), 2026-11-24
+ * (docs/results/h200x2-l08-2026-11-24), batch 1, 16 heads, dim 128, 2 ranks: seq 32768 7.48 ms,
+ * 1175.3 TFLOP/s against version 2's 7.77 ms; 1.85x over version 1 at 32k, 1.93x at 128k, 1.94x
+ * at 256k (the model from the one-GPU run below: 1.93x, 1.98x, 2.00x); causal 1.19x, 1.28x,
+ * 1.30x: the imbalance, as predicted.
+ * On one H200 with 2 virtual ranks (2026-11-24, docs/results/h200-l08-2026-11-24, the newest run
+ * of that setup): seq 32768 14.50 ms against version 2's 14.57 (causal 7.69 against 7.70); seq
+ * 262144: 904.8 against 908.1 ms, 0.1% over version 1. On one GPU a step's copy is short (0.13 ms
+ * for the 134 MB block at 32k) and competes with the compute for the same memory.
  *
  * Run: `./run 3 --ranks 2`.
  */
 // clang-format on
 #include "ring_internal.h"
 
+/* The algorithm on a whiteboard, version 3: version 2's moves, the exchange on a second stream per
+ * rank (comm) into the buffer the compute is not reading, ordered by two event waits.
+ *
+ *   (O_r, lse_r) = (0, -inf) for every rank                 l08_state_init(), at step 0
+ *   for step s in 0 .. P - 1:
+ *     if s + 1 < P:                                         l08_exchange(on_comm = 1), comm stream
+ *       comm waits ev[s - 1][COMPUTE_END]                   kv[(s + 1) % 2] held step s - 1's block
+ *       every rank: send the block in hand to r + 1, receive the next into kv[(s + 1) % 2]
+ *       record ev[s][EXCHANGE_END]
+ *     for each rank r:                                      l08_compute_step(), compute stream
+ *       if s > 0: compute waits ev[s - 1][EXCHANGE_END]     the block of step s has arrived
+ *       record ev[s][COMPUTE_START]
+ *       for each (query chunk, key chunk of the block) the mask does not skip:
+ *         (O_p, lse_p) = forward(Q chunk, K chunk, V chunk)     the diagonal with the mask
+ *         (O_r, lse_r) = merge((O_r, lse_r), (O_p, lse_p))     l08_state_merge()
+ *       record ev[s][COMPUTE_END]
+ *   O_r -> bf16, lse_r -> the outputs; `after` waits on every rank's done    l08_run_end()
+ */
 extern "C" cudaError_t l08_run_overlap(l08_ring *r, cudaStream_t after) {
   const int p = r->cfg.ranks;
   ATTN_TRY(l08_run_begin(r, after));

@@ -17,21 +17,41 @@
  * less the merge: at least 1.8x at P = 2 from 128k tokens. Non-causal: as version 3 (twice the
  * launches, half as long each). Virtual ranks on one GPU: as version 3.
  *
- * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l08-2026-11-24), virtual ranks on one
- * GPU only: batch 1, 16 heads, dim 128, 2 ranks, seq 32768: 15.14 ms against version 3's 14.50
- * (causal 8.02 against 7.69): twice the launches and merges, and on one GPU nothing to balance.
- * The program's model for a GPU per rank (not measured), causal: 1.71x at 32k, 1.92x at 128k,
- * 1.97x at 256k (version 3: 1.19x, 1.29x, 1.31x); 4 ranks, GQA 4:1, 64k: 3.59x (2.13x); 8 ranks,
- * 128k: 7.04x (3.92x).
- * On two H200s, a GPU per rank (2026-11-24, docs/results/h200x2-l08-2026-11-24), causal: 1.64x
- * over version 1 at 32k, 1.82x at 64k (dim 64, 32 heads), 1.88x at 128k, 1.97x at 256k (the model:
- * 1.71x, 1.86x, 1.92x, 1.97x); without the mask 1.74x, 1.89x and 1.93x at 32k, 128k and 256k.
+ * Measured: two NVIDIA H200s, a GPU per rank (NCCL), 2026-11-24
+ * (docs/results/h200x2-l08-2026-11-24), batch 1, 16 heads, dim 128, 2 ranks, causal: seq 32768
+ * 4.20 ms, 1047.3 TFLOP/s against version 3's 5.78 ms; 1.64x over version 1 at 32k, 1.82x at 64k
+ * (dim 64, 32 heads), 1.88x at 128k, 1.97x at 256k (the model from the one-GPU run below: 1.71x,
+ * 1.86x, 1.92x, 1.97x); without the mask 1.74x, 1.89x and 1.93x at 32k, 128k and 256k. The model
+ * for a GPU per rank from the same run's virtual ranks: 4 ranks, GQA 4:1, 64k, causal: 3.54x
+ * (version 3: 2.11x); 8 ranks, 128k: 7.15x (3.99x).
+ * On one H200 with 2 virtual ranks (2026-11-24, docs/results/h200-l08-2026-11-24, the newest run
+ * of that setup): seq 32768 15.14 ms against version 3's 14.50 (causal 8.02 against 7.69): twice
+ * the launches and merges, and on one GPU nothing to balance.
  *
  * Run: `./run 4 --ranks 2 --causal`.
  */
 // clang-format on
 #include "ring_internal.h"
 
+/* The algorithm on a whiteboard, version 4: version 3's schedule on zig-zag shards: rank r holds
+ * chunks r and 2P - 1 - r of 2P, its queries and its own block alike.
+ *
+ *   (O_r, lse_r) = (0, -inf) for every rank                 l08_state_init(), at step 0
+ *   for step s in 0 .. P - 1:
+ *     if s + 1 < P:                                         l08_exchange(on_comm = 1), comm stream
+ *       comm waits ev[s - 1][COMPUTE_END]                   kv[(s + 1) % 2] held step s - 1's block
+ *       every rank: send the block in hand to r + 1, receive the next into kv[(s + 1) % 2]
+ *       record ev[s][EXCHANGE_END]
+ *     for each rank r:                                      l08_compute_step(), compute stream
+ *       if s > 0: compute waits ev[s - 1][EXCHANGE_END]     the block of step s has arrived
+ *       record ev[s][COMPUTE_START]
+ *       for each of the 4 (query chunk, key chunk) pairs, l08_pair_kind():
+ *         skip (all keys in the future) | whole | diagonal (the kernel's mask)
+ *         (O_p, lse_p) = forward(Q chunk, K chunk, V chunk)
+ *         (O_r, lse_r) = merge((O_r, lse_r), (O_p, lse_p))     l08_state_merge()
+ *       record ev[s][COMPUTE_END]                           2 chunk^2 of work on every rank
+ *   O_r -> bf16, lse_r -> the outputs; `after` waits on every rank's done    l08_run_end()
+ */
 extern "C" cudaError_t l08_run_zigzag(l08_ring *r, cudaStream_t after) {
   const int p = r->cfg.ranks;
   ATTN_TRY(l08_run_begin(r, after));
