@@ -24,7 +24,10 @@
  * traffic (written once, read twice or three times: about 40 bytes per (query, key) pair) is on
  * the order of the FLOPs' time at 4.8 TB/s. A few TFLOP/s of counted backward work.
  *
- * Measured: see the lesson README (its table is generated from the archived run).
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l09c-2026-11-25), batch 4, 16 heads, seq
+ * 4096, dim 128: 196.1 ms, 7.0 TFLOP/s of counted backward work (causal 3.5: every pair computed,
+ * half of them counted; dim 64, 32 heads: 6.7). Batch 1, 8 heads, seq 65536 is refused: 276.0 GB.
+ * 0.01-0.03x FlashAttention-2's backward on the papers' grid (peers.csv). As predicted.
  *
  * Run: `./run 1` (batch 4, 16 heads, seq 4096, dim 128); `./run 1 --seq 65536 --batch 1` is
  * refused with the bytes it would need.
@@ -78,6 +81,28 @@ static __device__ __forceinline__ long long nv_at(const nv_mat *m, int b, int zh
   const int head = (zh * m->hmul + hh) / m->hdiv;
   return b * m->sb + head * m->sh + r * m->sr + c * m->sc;
 }
+
+/* The algorithm on a whiteboard, version 1: every quantity of the derivation is a whole matrix in
+ * HBM, and each line below is a launch of its own (NV_LAUNCH, at the end of this file).
+ *
+ *   for each (batch b, query head h):
+ *     P  = exp(scale Q K^T - lse)        [Sq x Skv] fp32   masked entries 0 (NV_EXP_F32)
+ *     dP = dO V^T                        [Sq x Skv] fp32
+ *     D  = rowsum(P o dP)                [Sq]              NV_ROWS: one block per row
+ *     dS = P o (dP - D)                  [Sq x Skv]        in place of dP
+ *     dV = P^T dO                        [Skv x d]         summed over the KV head's query heads
+ *     dQ = scale dS K                    [Sq x d]
+ *     dK = scale dS^T Q                  [Skv x d]         summed over the KV head's query heads
+ *
+ *   each product C = A B (NV_GEMM), one block per 32 x 32 tile of C:
+ *     acc = 0
+ *     for each inner head hh (GQA: dV, dK), each k0 in 0, 32, ..., kdim - 1:
+ *       A[rows of the tile][k0, k0 + 32), B[k0, k0 + 32)[columns of the tile] -> shared memory
+ *       __syncthreads                                      the tiles are in
+ *       acc += A_s B_s                                     fp32 FMAs, 4 outputs a thread
+ *       __syncthreads                                      everyone is done reading them
+ *     C = epilogue(alpha acc)                              bf16, fp32, or P's exponential
+ */
 
 /**
  * C[b, z][r][c] = alpha * sum over hh < n_inner and k < kdim of A[b, z, hh][r][k] * B[b, z,

@@ -25,7 +25,10 @@
  * still far from the tensor cores: fp32 CUDA cores at a few TFLOP/s of counted work; the dQ
  * atomics add batch * heads * seq_q * dim * seq_kv / 32 fp32 additions in L2.
  *
- * Measured: see the lesson README (its table is generated from the archived run).
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l09c-2026-11-25), batch 4, 16 heads, seq
+ * 4096, dim 128: 131.4 ms, 10.5 TFLOP/s, 1.49x version 1 (causal 5.2: no tile skipped); batch 1,
+ * 8 heads, seq 65536, where version 1 is refused: 4161 ms, 10.6 TFLOP/s. 0.02-0.05x
+ * FlashAttention-2's backward on the papers' grid (peers.csv).
  *
  * Run: `./run 2`; `./run 2 --seq 65536 --batch 1` runs where version 1 is refused.
  */
@@ -63,6 +66,25 @@ static __device__ __forceinline__ void rc_load(float *dst, const attn_bf16 *src,
     for (int x = 0; x < 8; ++x) dst[r * RC_LD + c * 8 + x] = f[x];
   }
 }
+
+/* The algorithm on a whiteboard, version 2: version 1's products fused into one KV-outer walk that
+ * keeps no N x N matrix; P is recomputed from Q, K and lse. Br = Bc = 32, fp32 on CUDA cores.
+ *
+ *   D = rowsum(dO o O); dQ_acc = 0                         bw_dterm(), before this kernel
+ *   for each K/V tile j (Bc keys) of KV head g:            one block
+ *     K_j, V_j -> shared memory (fp32); dK_j = dV_j = 0    registers, for the whole walk
+ *     for each query head h of g's group, each Q tile i (Br rows):    every tile, masked
+ *       __syncthreads                                      everyone is done with tile i - 1
+ *       Q_i, dO_i, lse_i, D_i -> shared memory
+ *       __syncthreads
+ *       S = Q_i K_j^T;  P = exp2(S scale log2e - lse_i log2e), 0 where masked
+ *       dP = dO_i V_j^T;  dS = P o (dP - D_i)              P, dS -> shared memory
+ *       __syncthreads
+ *       dV_j += P^T dO_i;  dK_j += dS^T Q_i
+ *       dQ_acc[i] += dS K_j                                atomicAdd: other blocks, other keys
+ *   dK_j = scale dK_j, dV_j -> bf16
+ *   dQ = scale dQ_acc -> bf16                              bw_dq_convert(), after
+ */
 
 /** One block per (K/V tile of RC_BC keys, KV head, batch). Thread t owns key t / 4 and dims
  * t % 4, t % 4 + 4, ... of dK and dV (registers), and the same dims of query row t / 4 for dQ. */

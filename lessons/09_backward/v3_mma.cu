@@ -31,7 +31,10 @@
  * the dQ atomics and two barriers per Q tile, about half of lesson 04's forward rate: 150-200
  * TFLOP/s of counted backward work at dim 128, seq 4096.
  *
- * Measured: see the lesson README (its table is generated from the archived run).
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l09c-2026-11-25), batch 4, 16 heads, seq
+ * 4096, dim 128: 9.227 ms, 148.95 TFLOP/s, 14.2x version 2, at the bottom of the prediction
+ * (causal 74.2: every tile masked, half counted; dim 64, 32 heads: 139.9). 0.50-0.58x
+ * FlashAttention-2's backward without the mask on the papers' grid (peers.csv).
  *
  * Run: `./run 3` and `./run 3 --dim 64 --heads 32`.
  */
@@ -41,8 +44,8 @@
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
-#include "../04_fa2_warps/ptx.cuh"
 #include "bwd.cuh"
+#include "ptx.cuh" /* lesson 04's PTX wrappers: mma.sync, ldmatrix, cp.async */
 
 #define MB_BR 64                          /**< query rows per Q tile */
 #define MB_BC 64                          /**< keys per block: 16 per warp */
@@ -93,6 +96,27 @@ static __device__ __forceinline__ void load_tile(uint32_t tile, const attn_bf16 
     cp_async_16(tile + tile_off(r, c_t), src, ok ? 16 : 0);
   }
 }
+
+/* The algorithm on a whiteboard, version 3: version 2's walk on the tensor cores (mma.sync).
+ * Br = Bc = 64; warp w owns keys 16w..16w+15 of the tile, so every product is transposed (keys
+ * are the rows), and dS^T goes through shared memory for dQ, whose sum runs over all four warps.
+ *
+ *   D = rowsum(dO o O); dQ_acc = 0                         bw_dterm()
+ *   for each K/V tile j (Bc keys) of KV head g:            one block, 4 warps
+ *     K_j, V_j -> shared memory (cp.async); dK_w = dV_w = 0    registers, for the whole walk
+ *     for each query head h of g's group, each Q tile i (Br rows):    every tile, masked
+ *       __syncthreads                                      everyone is done with tile i - 1
+ *       Q_i, dO_i -> shared memory (cp.async), lse_i, D_i (ld/st)
+ *       cp.async.wait_group 0; __syncthreads               the tiles are in
+ *       S^T = K_w Q_i^T;  P^T = exp2(S^T scale log2e - lse_i log2e), 0 where masked
+ *       dV_w += P^T dO_i                                   P^T repacked as A fragments
+ *       dP^T = V_w dO_i^T;  dS^T = P^T o (dP^T - D_i)      dS^T -> shared memory (bf16)
+ *       dK_w += dS^T Q_i
+ *       __syncthreads                                      the whole dS^T tile is written
+ *       dQ_acc[rows 16w..16w+15 of i] += dS K_j            over the block's 64 keys; atomicAdd
+ *   dK_w = scale dK_w, dV_w -> bf16
+ *   dQ = scale dQ_acc -> bf16                              bw_dq_convert()
+ */
 
 /** One block per (K/V tile of 64 keys, KV head, batch); warp w owns keys 16w..16w+15. */
 static __global__ void __launch_bounds__(MB_THREADS, 2)

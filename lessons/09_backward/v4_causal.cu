@@ -6,9 +6,10 @@
  *
  * What changed: three things.
  *  - Tile skip. With the bottom-right causal mask, the keys [k0, k0 + 64) are seen only by rows
- *    i >= k0 - (seq_kv - seq_q): the walk starts at l09_first_q_tile() instead of tile 0. For
- *    seq_q = seq_kv = N a block visits N - k0 rows instead of N, half the work over the grid.
- *  - Mask only where needed. From l09_first_unmasked_q_tile() on, every row sees every key of the
+ *    i >= k0 - (seq_kv - seq_q): the walk starts at attn_first_q_tile() (the checklist's
+ *    l09_first_q_tile()) instead of tile 0. For seq_q = seq_kv = N a block visits N - k0 rows
+ *    instead of N, half the work over the grid.
+ *  - Mask only where needed. From attn_first_unmasked_q_tile() on, every row sees every key of the
  *    block: no per-element compare. Only the one or two tiles the diagonal crosses, a last Q tile
  *    cut short by seq_q and a K/V tile cut short by seq_kv are masked; without `--causal` only
  *    the ragged ones are.
@@ -25,7 +26,11 @@
  * Prediction: causal about 1.8x version 3 (half the tiles, fewer masks); not causal 10-20% over
  * version 3 from the overlap of copies and math.
  *
- * Measured: see the lesson README (its table is generated from the archived run).
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l09c-2026-11-25), batch 4, 16 heads, seq
+ * 4096, dim 128: causal 4.650 ms, 147.8 TFLOP/s, 1.99x version 3's 9.267 ms (above the 1.8x
+ * predicted); not causal 8.976 ms, 153.1 TFLOP/s, 1.03x version 3 (below the 10-20% predicted:
+ * the overlap bought little); dim 64, 32 heads: 146.6 (1.05x), causal 144.7. 0.50-0.70x
+ * FlashAttention-2's backward on the papers' grid (peers.csv).
  *
  * Run: `./run 4 --causal` and `./run 4`; `--dim 64 --heads 32` for dim 64. The share of the time
  * spent recomputing P: configure a second build with `-DATTN_L09_ABLATE=ON` (this file then skips
@@ -38,8 +43,9 @@
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
 
-#include "../04_fa2_warps/ptx.cuh"
+#include "attn_causal.h"
 #include "bwd.cuh"
+#include "ptx.cuh" /* lesson 04's PTX wrappers: mma.sync, ldmatrix, cp.async */
 
 #ifndef L09_ABLATE_RECOMPUTE
 /** 1 only in the experiment build that measures the share of time spent recomputing P. */
@@ -96,28 +102,6 @@ static __device__ __forceinline__ void load_tile(uint32_t tile, const attn_bf16 
   }
 }
 
-/** The first Q tile with a row that sees key @p j0: the device twin of l09_first_q_tile(). */
-static __device__ __forceinline__ int first_q_tile(int j0, int seq_q, int seq_kv, int causal) {
-  const int n = attn_cdiv(seq_q, MB_BR);
-  if (!causal) return 0;
-  const long long row = (long long)j0 - ((long long)seq_kv - seq_q); /* first row that sees j0 */
-  if (row <= 0) return 0;
-  return row >= seq_q ? n : (int)(row / MB_BR);
-}
-
-/** The first Q tile whose every row sees every key of [j0, j0 + MB_BC): the device twin of
- * l09_first_unmasked_q_tile(). */
-static __device__ __forceinline__ int first_unmasked_q_tile(int j0, int seq_q, int seq_kv,
-                                                            int causal) {
-  const int n = attn_cdiv(seq_q, MB_BR), first = first_q_tile(j0, seq_q, seq_kv, causal);
-  if (!causal) return 0;
-  const long long last = (j0 + MB_BC < seq_kv ? j0 + MB_BC : seq_kv) - 1;
-  const long long row = last - ((long long)seq_kv - seq_q); /* first row that sees them all */
-  long long t = row <= 0 ? 0 : (row + MB_BR - 1) / MB_BR;
-  if (t < first) t = first;
-  return t > n ? n : (int)t;
-}
-
 /** Issue the copies of Q tile @p t of the block's walk (query head hh = t / per_head of the group,
  * tile first + t % per_head) into buffer @p buf, and commit them as one group. */
 static __device__ __forceinline__ void load_q_tile(uint32_t sQ, uint32_t sO, uint32_t sLD,
@@ -137,6 +121,30 @@ static __device__ __forceinline__ void load_q_tile(uint32_t sQ, uint32_t sO, uin
   }
   cp_async_commit();
 }
+
+/* The algorithm on a whiteboard, version 4: version 3's walk, started where the causal mask lets
+ * the first row see the tile, masked only where the diagonal (or a ragged edge) crosses it, and
+ * double-buffered: step t + 1's copies fly while step t computes. Br = Bc = 64.
+ *
+ *   D = rowsum(dO o O); dQ_acc = 0                         bw_dterm()
+ *   for each K/V tile j (Bc keys from k0) of KV head g:    one block, 4 warps
+ *     K_j, V_j -> shared memory (cp.async group); dK_w = dV_w = 0
+ *     first    = attn_first_q_tile(k0, Br, ...)            Q tiles before it see no key of j
+ *     unmasked = attn_first_unmasked_q_tile(k0, Bc, Br, ...)    from it on, no mask
+ *     walk: each query head h of g's group x Q tiles first .. Tr - 1;  step 0 -> buffer 0
+ *     for each step t of the walk (Q tile i, buffer t % 2):
+ *       cp.async.wait_group 0; __syncthreads               step t is in; tile t - 1 is done
+ *       Q, dO, lse, D of step t + 1 -> buffer (t + 1) % 2  one cp.async group
+ *       S^T = K_w Q_i^T;  P^T = exp2(S^T scale log2e - lse_i log2e)
+ *                                        0 where masked, if i < unmasked or the tile is ragged
+ *       dV_w += P^T dO_i
+ *       dP^T = V_w dO_i^T;  dS^T = P^T o (dP^T - D_i)      dS^T -> shared memory (bf16)
+ *       dK_w += dS^T Q_i
+ *       __syncthreads                                      the whole dS^T tile is written
+ *       dQ_acc[rows 16w..16w+15 of i] += dS K_j            atomicAdd
+ *   dK_w = scale dK_w, dV_w -> bf16
+ *   dQ = scale dQ_acc -> bf16                              bw_dq_convert()
+ */
 
 /** One block per (K/V tile of 64 keys, KV head, batch); warp w owns keys 16w..16w+15. */
 static __global__ void __launch_bounds__(MB_THREADS, 2)
@@ -189,8 +197,8 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
 
   /* The walk: per query head of the group, the Q tiles from the first that sees these keys. */
   const int n_q_tiles = attn_cdiv(seq_q, MB_BR);
-  const int first = first_q_tile(k0, seq_q, seq_kv, causal);
-  const int unmasked = first_unmasked_q_tile(k0, seq_q, seq_kv, causal);
+  const int first = attn_first_q_tile(k0, MB_BR, seq_q, seq_kv, causal);
+  const int unmasked = attn_first_unmasked_q_tile(k0, MB_BC, MB_BR, seq_q, seq_kv, causal);
   const int per_head = n_q_tiles - first, n_walk = grp * per_head;
   const int ragged_k = k0 + MB_BC > seq_kv;
   if (n_walk > 0)

@@ -41,9 +41,10 @@
 
 #include <cuda.h>
 
-#include "../05_fa3_hopper/fa3_hopper.h"
-#include "../05_fa3_hopper/hopper.cuh"
+#include "attn_causal.h"
 #include "bwd.cuh"
+#include "fa3_hopper.h" /* lesson 05: l05_tensor_map(), its TMA descriptors */
+#include "hopper.cuh"   /* lesson 05: wgmma, mbarrier, TMA and stmatrix wrappers */
 
 #define WG_BC 128                          /**< keys per block: 64 per consumer warpgroup */
 #define WG_BR (HEAD_DIM == 128 ? 64 : 128) /**< query rows per Q tile */
@@ -115,27 +116,6 @@ static __device__ __forceinline__ void st_shared_v2f(uint32_t addr, float x, flo
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
 
-/** The first Q tile (of WG_BR rows) with a row that sees key @p j0. */
-static __device__ __forceinline__ int first_q_tile(int j0, int seq_q, int seq_kv, int causal) {
-  const int n = attn_cdiv(seq_q, WG_BR);
-  if (!causal) return 0;
-  const long long row = (long long)j0 - ((long long)seq_kv - seq_q); /* first row that sees j0 */
-  if (row <= 0) return 0;
-  return row >= seq_q ? n : (int)(row / WG_BR);
-}
-
-/** The first Q tile whose every row sees every key of [j0, j0 + WG_BC). */
-static __device__ __forceinline__ int first_unmasked_q_tile(int j0, int seq_q, int seq_kv,
-                                                            int causal) {
-  const int n = attn_cdiv(seq_q, WG_BR), first = first_q_tile(j0, seq_q, seq_kv, causal);
-  if (!causal) return 0;
-  const long long last = (j0 + WG_BC < seq_kv ? j0 + WG_BC : seq_kv) - 1;
-  const long long row = last - ((long long)seq_kv - seq_q); /* first row that sees them all */
-  long long t = row <= 0 ? 0 : (row + WG_BR - 1) / WG_BR;
-  if (t < first) t = first;
-  return t > n ? n : (int)t;
-}
-
 /** Thread 0: announce the bytes of Q and dO of walk step @p t on the stage's mbarrier and copy
  * them, one TMA box per 64-column panel. */
 static __device__ __forceinline__ void issue_q_step(const CUtensorMap *tm_q,
@@ -158,6 +138,34 @@ static __device__ __forceinline__ float ld_value(const float *lse, const float *
   if (which > 1 || q0 + r >= seq_q) return 0.f;
   return which ? dd[row0 + q0 + r] : lse[row0 + q0 + r] * BW_LOG2E;
 }
+
+/* The algorithm on a whiteboard, version 7: version 6's walk with dQ added by TMA, its
+ * operands in 128-byte-swizzled shared memory, filled by TMA and counted in by mbarriers. S = 3
+ * stages of Q and dO at dim 128, 2 at dim 64 (the dQ staging takes the third's room).
+ *
+ *   D = rowsum(dO o O); dQ_acc = 0                         bw_dterm()
+ *   for each K/V tile j (Bc = 128 keys from k0) of KV head g:    one block, 2 warpgroups
+ *     first, unmasked: as version 4 (Br = 64 at dim 128, 128 at dim 64)
+ *     thread 0: K_j, V_j -> shared memory (TMA, mbarrier bar_kv)
+ *               steps 0 .. S - 2 -> stages (TMA, one mbarrier bar_q[s] per stage)
+ *     lse, D of step 0 -> L/D buffer 0;  __syncthreads;  dK_w = dV_w = 0;  wait bar_kv
+ *     for each step t of the walk (Q tile i, stage t % S, dS and L/D buffer t % 2):
+ *       wait bar_q[t % S] (phase (t / S) & 1)              Q_i, dO_i are in
+ *       S^T = K_w Q_i^T,  dP^T = V_w dO_i^T                 wgmma from shared memory, one group
+ *       (lse, D of step t + 1 from global, meanwhile);  wgmma wait 0
+ *       P^T = exp2(S^T scale log2e - lse_i log2e), dS^T = P^T o (dP^T - D_i), masked as version 4
+ *       dV_w += P^T dO_i,  dK_w += dS^T Q_i                 wgmma, A from registers, not waited
+ *       dS^T -> dS[t % 2] (stmatrix.trans);  lse, D of step t + 1 -> buffer (t + 1) % 2
+ *       fence.proxy.async;  __syncthreads                  dS is whole; step t - 1 read its stage
+ *       thread 0: step t + S - 1 -> stage (t + S - 1) % S  (TMA)
+ *       dQ block = dS K_j over the 128 keys                 wgmma; wait 0 (dV and dK done too)
+ *       issuer: cp.async.bulk.wait_group.read 0            the last reduction has read sDQ[w]
+ *       bar.sync (warpgroup);  dQ block -> sDQ[w] (swizzled);  fence.proxy.async;  bar.sync
+ *       issuer: cp.reduce.async.bulk.tensor.add x 2 -> dQ_acc;  commit_group
+ *   issuer: cp.async.bulk.wait_group 0                      the reductions are done
+ *   dK_w = scale dK_w, dV_w -> bf16
+ *   dQ = scale dQ_acc -> bf16                              bw_dq_convert()
+ */
 
 /* clang-format off */
 /**
@@ -210,8 +218,8 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
   const float scale_log2 = scale * BW_LOG2E;
 
   const int n_q_tiles = attn_cdiv(seq_q, WG_BR);
-  const int first = first_q_tile(k0, seq_q, seq_kv, causal);
-  const int unmasked = first_unmasked_q_tile(k0, seq_q, seq_kv, causal);
+  const int first = attn_first_q_tile(k0, WG_BR, seq_q, seq_kv, causal);
+  const int unmasked = attn_first_unmasked_q_tile(k0, WG_BC, WG_BR, seq_q, seq_kv, causal);
   const int per_head = n_q_tiles - first, n_walk = grp * per_head;
   const int ragged_k = k0 + WG_BC > seq_kv;
 
