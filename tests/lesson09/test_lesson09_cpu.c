@@ -1,11 +1,13 @@
 /* Lesson 09, CPU: the double-precision backward reference (reference_bwd.h) against central
  * differences of the loss it differentiates, sampled rows against full calls, the choice of key
- * rows to check, rows that see no key and keys no row sees, and the D term against the forward
- * reference's O. No GPU needed. */
+ * rows to check, rows that see no key and keys no row sees, the D term against the forward
+ * reference's O, and the checklist's Q tile bounds (bwd_plan.h) against the ones the kernels call
+ * (attn_causal.h). No GPU needed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_causal.h"
 #include "attn_test.h"
 #include "bwd_plan.h"
 #include "reference_bwd.h"
@@ -368,6 +370,44 @@ START_TEST(d_term_of_the_reference_output) {
 }
 END_TEST
 
+/* ---- (6) The checklist's bounds are the kernels' bounds ---- */
+
+/* (seq_q, seq_kv): equal, one token on either side, more queries than keys and fewer, lengths
+ * one off a tile, and lengths that are no multiple of any tile below. */
+static const int kBoundLens[][2] = {{1, 1},     {1, 200},   {200, 1},    {64, 64},    {63, 65},
+                                    {65, 63},   {100, 37},  {37, 100},   {128, 4096}, {4096, 128},
+                                    {129, 129}, {255, 257}, {4096, 4096}};
+static const int kBoundBr[] = {1, 3, 16, 64, 128}, kBoundBc[] = {1, 7, 32, 64, 128};
+enum { N_BOUND_LENS = sizeof kBoundLens / sizeof kBoundLens[0] };
+
+/* l09_first_q_tile() and l09_first_unmasked_q_tile(), the checklist's answers, against
+ * attn_first_q_tile() and attn_first_unmasked_q_tile(), which versions 4-7 call on the GPU: the
+ * same tile for every K/V tile start j0 from 0 to seq_kv (on a tile boundary and off it), both
+ * tile lengths, causal or not. */
+START_TEST(plan_bounds_equal_the_kernels_bounds) {
+  const int sq = kBoundLens[_i][0], skv = kBoundLens[_i][1];
+  for (int causal = 0; causal < 2; ++causal)
+    for (size_t a = 0; a < sizeof kBoundBr / sizeof kBoundBr[0]; ++a)
+      for (size_t c = 0; c < sizeof kBoundBc / sizeof kBoundBc[0]; ++c) {
+        const int br = kBoundBr[a], bc = kBoundBc[c];
+        for (int j0 = 0; j0 <= skv; ++j0) {
+          const int first = l09_first_q_tile(j0, br, sq, skv, causal);
+          const int want_first = attn_first_q_tile(j0, br, sq, skv, causal);
+          ck_assert_msg(first == want_first,
+                        "seq_q %d seq_kv %d causal %d, Br %d, j0 %d: l09_first_q_tile %d, "
+                        "attn_first_q_tile %d",
+                        sq, skv, causal, br, j0, first, want_first);
+          const int unmasked = l09_first_unmasked_q_tile(j0, bc, br, sq, skv, causal);
+          const int want_unmasked = attn_first_unmasked_q_tile(j0, bc, br, sq, skv, causal);
+          ck_assert_msg(unmasked == want_unmasked,
+                        "seq_q %d seq_kv %d causal %d, Br %d, Bc %d, j0 %d: "
+                        "l09_first_unmasked_q_tile %d, attn_first_unmasked_q_tile %d",
+                        sq, skv, causal, br, bc, j0, unmasked, want_unmasked);
+        }
+      }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson09-cpu");
   TCase *r = tcase_create("backward reference");
@@ -381,5 +421,8 @@ int main(void) {
   tcase_add_test(k, small_problems_check_every_key_row);
   tcase_add_test(k, big_problems_check_two_pairs);
   suite_add_tcase(s, k);
+  TCase *t = tcase_create("Q tile bounds");
+  tcase_add_loop_test(t, plan_bounds_equal_the_kernels_bounds, 0, N_BOUND_LENS);
+  suite_add_tcase(s, t);
   return attn_test_run(s, 0);
 }
