@@ -7,8 +7,9 @@ draws. scripts/plots.sh runs it, then gnuplot on the scripts in scripts/plots/.
                                      figure, "SCRIPT NAME" (scripts/plots/SCRIPT.gp) or
                                      "timeline CSV NAME" (scripts/plot-timeline.sh)
     scripts/plot-data.py --captions  check the lesson READMEs: each shows its figures as
-                                     ../../docs/figures/NAME.png, on a line followed by a caption
-                                     line that names every folder the figure reads; exit 1 if not
+                                     ../../docs/figures/NAME.png (in README.md or NOTES.md), on a
+                                     line followed by a caption line that names every folder the
+                                     figure reads; exit 1 if not
 
 A lesson's figures read the folder scripts/results-tables.py reads for that lesson's README (the
 newest folder under docs/results/ with rows of the lesson), through that script's own functions, so
@@ -56,13 +57,22 @@ def readme(n):
     return os.path.join(ROOT, "lessons", hits[0], "README.md") if hits else None
 
 
+def lesson_docs(n):
+    """Lesson n's README.md and, where it has one, its NOTES.md (results-tables.py writes the
+    regions of both alike): the files that may show a figure or name a peers region's folder."""
+    path = readme(n)
+    if not path:
+        return []
+    notes = os.path.join(os.path.dirname(path), "NOTES.md")
+    return [path] + ([notes] if os.path.exists(notes) else [])
+
+
 def peer_archive(n, a):
     """Where lesson n's peers come from: its own folder, else the folder its README's peers region
     names. None when neither has them."""
     if a.peers and any(int(r["lesson"]) == n for r in a.peers):
         return a
-    path = readme(n)
-    if path:
+    for path in lesson_docs(n):
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 m = rt.OPEN.match(line.strip())
@@ -576,21 +586,23 @@ def check_captions():
     for name in sorted(x for x in have - names if x.endswith(".png")):
         bad.append(f"docs/figures/{name} is no figure of scripts/plot-data.py: remove it")
     for f in figs:
-        path = readme(f["lesson"])
-        rel = os.path.relpath(path, ROOT)
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
         link = f"](../../docs/figures/{f['name']}.png)"
-        hits = [i for i, line in enumerate(lines) if link in line]
-        if not hits:
-            bad.append(f"{rel}: does not show docs/figures/{f['name']}.png")
-            continue
-        for i in hits:
-            caption = lines[i + 1] if i + 1 < len(lines) else ""
-            for folder in f["folders"]:
-                if folder not in caption:
-                    bad.append(f"{rel}:{i + 2}: the caption of {f['name']}.png does not name "
-                               f"{folder}, the folder it is drawn from")
+        shown = 0
+        for path in lesson_docs(f["lesson"]):
+            rel = os.path.relpath(path, ROOT)
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.read().split("\n")
+            hits = [i for i, line in enumerate(lines) if link in line]
+            shown += len(hits)
+            for i in hits:
+                caption = lines[i + 1] if i + 1 < len(lines) else ""
+                for folder in f["folders"]:
+                    if folder not in caption:
+                        bad.append(f"{rel}:{i + 2}: the caption of {f['name']}.png does not name "
+                                   f"{folder}, the folder it is drawn from")
+        if not shown:
+            rel = os.path.relpath(readme(f["lesson"]), ROOT)
+            bad.append(f"{rel} (or its NOTES.md): does not show docs/figures/{f['name']}.png")
     for line in bad:
         print(f"plot-data: {line}")
     if not bad:

@@ -13,7 +13,8 @@ Layout (docs/results/README.md describes it): lessons.csv (required), peers.csv,
 accuracy-lesson09.csv and memory-lesson09.csv (bench/lesson09_peers.py's other two tables). A figure
 whose file is missing is written as a placeholder that says which suite phase produces it.
 
-A region is every line between two markers in README.md or lessons/*/README.md:
+A region is every line between two markers in README.md, lessons/*/README.md or lessons/*/NOTES.md
+(a lesson's notes read as its README does: the same folder, the same lesson number):
 
     <!-- results:NAME -->
     ...generated...

@@ -34,8 +34,12 @@ RENDERERS = _renderers()
 
 
 def readmes():
+    """Every file whose regions are written: the top README.md, then per lesson its README.md and
+    its NOTES.md (the investigations moved out of the README), the two read alike: the same lesson
+    number and folder (newest_folder of the lesson)."""
     out = [os.path.join(ROOT, "README.md")]
-    out += sorted(glob.glob(os.path.join(ROOT, "lessons", "*", "README.md")))
+    for d in sorted(glob.glob(os.path.join(ROOT, "lessons", "*", ""))):
+        out += [os.path.join(d, "README.md"), os.path.join(d, "NOTES.md")]
     return [p for p in out if os.path.exists(p)]
 
 
