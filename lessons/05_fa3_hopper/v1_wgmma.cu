@@ -23,9 +23,9 @@
  * lesson 04 at dim 128 (450-500 TFLOP/s), less at dim 64, where the softmax weighs twice as much
  * per flop.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128, 16 heads: 414.1 TFLOP/s (causal 371.9), 1.13x lesson 04's version 7 in the same run, short
- * of the 1.3x predicted; dim 64, 32 heads: 311.3 (causal 283.6), 0.98x: as feared, the softmax and
+ * Measured: NVIDIA H200, 2026-11-25, batch 4, seq 4096 (docs/results/h200-l05c-2026-11-25): dim
+ * 128, 16 heads: 414.1 TFLOP/s (causal 371.5), 1.12x lesson 04's version 7 in the same run, short
+ * of the 1.3x predicted; dim 64, 32 heads: 310.8 (causal 284.3), 0.97x: as feared, the softmax and
  * the barriers, not the multiply, set the pace once mma.sync is gone.
  *
  * Run: `./run 1` (dim 128, 16 heads, batch 4, seq 4096), `./run 1 --dim 64 --heads 32`.

@@ -22,10 +22,10 @@
  * by the serialised GEMM -> softmax -> GEMM chain of each warpgroup, which TMA does not touch:
  * 5-10% over version 1.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 517.2 TFLOP/s (causal 453.4), 1.25x version 1, far above the 5-10% predicted: the copy issue
+ * Measured: NVIDIA H200, 2026-11-25, batch 4, seq 4096 (docs/results/h200-l05c-2026-11-25): dim
+ * 128: 519.6 TFLOP/s (causal 452.4), 1.25x version 1, far above the 5-10% predicted: the copy issue
  * of 256 threads and the second block barrier per tile cost more than the instruction count
- * suggested; dim 64: 339.7 (causal 307.8), 1.09x.
+ * suggested; dim 64: 339.4 (causal 307.4), 1.09x.
  *
  * Run: `./run 2` (dim 128, 16 heads, batch 4, seq 4096), `./run 2 --dim 64 --heads 32`.
  */

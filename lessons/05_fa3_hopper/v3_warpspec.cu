@@ -21,10 +21,10 @@
  * Prediction: 5-15% over version 2 at dim 128; at dim 64 (shorter GEMMs, the same softmax) the
  * drift pays more.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 577.5 TFLOP/s (causal 509.3), 1.12x version 2, as predicted; dim 64: 413.6 (causal 364.0),
+ * Measured: NVIDIA H200, 2026-11-25, batch 4, seq 4096 (docs/results/h200-l05c-2026-11-25): dim
+ * 128: 579.4 TFLOP/s (causal 508.7), 1.12x version 2, as predicted; dim 64: 415.1 (causal 365.9),
  * 1.22x, the larger gain predicted there. At the papers' shapes (bench/lesson05_peers.py, same
- * archive) it reaches 0.87-0.89x cuDNN at dim 128, seq 4k-16k.
+ * archive) it reaches 0.85-0.86x cuDNN at dim 128, seq 4k-16k.
  *
  * Run: `./run 3` (dim 128, 16 heads, batch 4, seq 4096), `./run 3 --dim 64 --heads 32`.
  */

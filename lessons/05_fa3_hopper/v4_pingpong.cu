@@ -18,9 +18,9 @@
  * Prediction: 10-20% over version 3 at dim 128, where a tile's GEMMs and its softmax take
  * comparable time; less at dim 64, where the softmax is longer than the GEMMs it could hide under.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24): dim
- * 128: 642.8 TFLOP/s (causal 556.1), 1.11x version 3, inside the 10-20% predicted; dim 64: 427.2
- * (causal 382.1), 1.03x, the smaller gain predicted there.
+ * Measured: NVIDIA H200, 2026-11-25, batch 4, seq 4096 (docs/results/h200-l05c-2026-11-25): dim
+ * 128: 639.3 TFLOP/s (causal 555.8), 1.10x version 3, inside the 10-20% predicted; dim 64: 430.2
+ * (causal 381.2), 1.04x, the smaller gain predicted there.
  *
  * Run: `./run 4` (dim 128, 16 heads, batch 4, seq 4096), `./run 4 --dim 64 --heads 32`.
  */

@@ -22,14 +22,14 @@
  *
  * Prediction: 5-10% over version 4 at dim 128; little at dim 64, where P V is the short GEMM.
  *
- * Measured: NVIDIA H200, 2026-11-24, batch 4, seq 4096 (docs/results/h200-l05-2026-11-24), one
- * loop with the mask's branch inside: dim 128 660.9 TFLOP/s (causal 574.0), 1.03x version 4, below
- * the 5-10% predicted, and no exponential under P V in the machine code. With the loop split
-  * (2026-11-25, docs/results/h200-l05b-2026-11-25): dim 128 690.2 (causal 596.4), 1.08x version 4,
- * inside the prediction; dim 64 436.8 (causal 386.2), 1.02x; in a second run the same day
- * (h200-l05c-2026-11-25) 682.7, 1.07x. At the papers' shapes, level with cuDNN at dim 128 (not
- * causal, seq 4k-16k): 0.99-1.08x and 0.97-0.99x in the two runs, 1.00-1.15x in eight more rounds;
- * ahead of it with the mask (1.02-1.23x), in the same process on the same tensors.
+ * Measured: NVIDIA H200, 2026-11-25, batch 4, seq 4096 (docs/results/h200-l05c-2026-11-25): dim
+ * 128: 682.7 TFLOP/s (causal 593.9), 1.07x version 4, inside the prediction; dim 64: 439.5 (causal
+ * 387.6), 1.02x. The first run of the split loop, the same day (h200-l05b-2026-11-25): 690.2,
+ * 1.08x. One loop with the mask's branch inside (h200-l05-2026-11-24): 660.9, 1.03x, and no
+ * exponential under P V in the machine code. At the papers' shapes, level with cuDNN at dim 128
+ * (not causal, seq 4k-16k): 0.99-1.08x and 0.97-0.99x in the two runs of the split loop,
+ * 1.00-1.15x in eight more rounds; ahead of it with the mask (1.02-1.23x), in the same process on
+ * the same tensors.
  *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */

@@ -29,7 +29,7 @@
  * e4m3 keeps 3 bits of significand (a relative step of 2^-4 near 1, against bf16's 2^-8), about
  * 10x bf16's error in O.
  *
-  * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l05c-2026-11-25), with the loop split as in
+ * Measured: NVIDIA H200, 2026-11-25 (docs/results/h200-l05c-2026-11-25), with the loop split as in
  * version 5 and the softmax above: the kernel alone, at the papers' shapes, seq 4k-16k:
  * 754.1-842.5 TFLOP/s, 1.17-1.28x version 5 (1.17-1.22x causal), below the 1.4-1.6x predicted
  * (2026-11-24, one loop and version 5's softmax: 1.15-1.28x). Why, from the timeline
