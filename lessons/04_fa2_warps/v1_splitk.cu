@@ -65,6 +65,26 @@
 /** Shared memory, in floats: Q [32][dim + 1], K and V [32][dim], the maxima [4 warps][32 rows]. */
 #define FA_SMEM_FLOATS (FA_BR * FA_QLD + 2 * FA_BC * HEAD_DIM + FA_WARPS * FA_BR)
 
+/* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block,
+ * Tc = ceil(seq_kv / Bc) KV tiles, each block walks them in order.
+ *
+ *   block (i, head, batch):                    Br = 32 rows (lane r: row r in every warp), Bc = 32
+ *     Q_i -> smem
+ *     m = -inf, l = 0, O = 0                     m the same in every warp; l, O: this warp's share
+ *     for j in 0 .. Tc-1:
+ *       __syncthreads                            K_{j-1}, V_{j-1} and the maxima are consumed
+ *       K_j, V_j -> smem
+ *       __syncthreads                            the tile is in
+ *       S = scale Q_i K_j^T                      on my warp's 8 keys of the tile
+ *       S = -inf where key >= seq_kv, or causal and key > row + seq_kv - seq_q
+ *       red[warp] = rowmax(S); __syncthreads     the partial maxima meet in smem
+ *       m_new = max(m, max over the warps of red)
+ *       P = exp(S - m_new);  alpha = exp(m - m_new)
+ *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new
+ *       O += P V_j
+ *     l, O = sums over the 4 warps               through smem, 4 more __syncthreads
+ *     O_i = O / l;  lse_i = m + log(l)
+ */
 /** One block per (Q tile of 32 rows, head, batch), fp32: lane r of every warp owns query row r,
  * and each of the 4 warps takes 8 keys of every 32-key KV tile. The warps' partial row maxima
  * meet in shared memory on every tile and their partial O rows and sums at the end; the block

@@ -78,6 +78,25 @@ static __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+/* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block,
+ * Tc = ceil(seq_kv / Bc) KV tiles, each block walks them in order.
+ *
+ *   block (i, head, batch):                    Br = 32 rows (warp w: rows 8w .. 8w+7), Bc = 32
+ *     Q_i -> smem
+ *     m = -inf, l = 0, O = 0                     per row, all of it in one warp
+ *     for j in 0 .. Tc-1:
+ *       __syncthreads                            K_{j-1}, V_{j-1} are consumed
+ *       K_j, V_j -> smem
+ *       __syncthreads                            the tile is in
+ *       S = scale Q_i K_j^T                      lane = key
+ *       S = -inf where key >= seq_kv, or causal and key > row + seq_kv - seq_q
+ *       m_new = max(m, rowmax(S))                5 shuffles, no barrier
+ *       P = exp(S - m_new);  alpha = exp(m - m_new)
+ *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new
+ *       P -> my warp's smem; __syncwarp
+ *       O += P V_j                               lane = output dimension
+ *     O_i = O / l;  lse_i = m + log(l)
+ */
 /** One block per (Q tile of 32 rows, head, batch), fp32: each of the 4 warps owns 8 query rows
  * and sees every key of each 32-key KV tile (lane j computes the score of key j), keeps its rows'
  * softmax state in the warp, accumulates P V with lane = output dimension, and writes its 8 rows of

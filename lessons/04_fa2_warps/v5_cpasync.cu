@@ -105,6 +105,27 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+/* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block,
+ * Tc = ceil(seq_kv / Bc) KV tiles, each block walks them in order.
+ *
+ *   block (i, head, batch):                    Br = 128 rows (warp w: rows 32w .. 32w+31), Bc = 64
+ *     Q_i, K_0, V_0 -> smem by cp.async          three commit groups
+ *     cp.async.wait_group 2; __syncthreads       Q_i is in
+ *     dim 64: Q_i's fragments -> registers, once
+ *     m = -inf, l = 0, O = 0                     registers, in the mma accumulator layout
+ *     for j in 0 .. Tc-1:                        K_j and V_j in buffer j % 2
+ *       cp.async.wait_group 1; __syncthreads     K_j is in; tile j-1 is consumed
+ *       K_{j+1} -> the other buffer; commit      (an empty group after the last tile)
+ *       S = Q_i K_j^T                            mma.sync m16n8k16, ldmatrix of K_j (and Q_i)
+ *       S = -inf where key >= seq_kv, or causal and key > row + seq_kv - seq_q
+ *       m_new = max(m, scale rowmax(S))          2 shuffles in the quad; log2 units from here
+ *       P = 2^(scale S - m_new);  alpha = 2^(m - m_new)
+ *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new     l: this lane's part of the row
+ *       cp.async.wait_group 1; __syncthreads     V_j is in
+ *       V_{j+1} -> the other buffer; commit
+ *       O += P V_j                               P packed to bf16 in registers, ldmatrix.trans V_j
+ *     l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
+ */
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
  * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
  * next tile while the warps compute on this one. Each warp writes its 32 rows of O and their

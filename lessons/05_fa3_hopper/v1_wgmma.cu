@@ -116,6 +116,27 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
   }
 }
 
+/* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block;
+ * Q tile i sees KV tiles 0 .. Tc-1 and needs no mask on the first Tu (common/attn_causal.h).
+ *
+ *   block (i, head, batch), i from the last Q tile down when causal (the heaviest first):
+ *     Tc = attn_kv_tiles_visited(i Br, Br, seq_q, seq_kv, Bc, causal)
+ *     Tu = attn_kv_tiles_unmasked(i Br, seq_q, seq_kv, Bc, causal)
+ *     Br = 128 rows (warpgroup w: rows 64w .. 64w+63), Bc = 128, smem in the 128-byte swizzle
+ *     Q_i, K_0, V_0 -> smem by cp.async; wait_group 2; fence.proxy.async; __syncthreads
+ *     m = -inf, l = 0, O = 0
+ *     for j in 0 .. Tc-1:                                         K_j and V_j in buffer j % 2
+ *       cp.async.wait_group 1; fence.proxy.async; __syncthreads   K_j is in, tile j-1 consumed
+ *       K_{j+1} -> the other buffer; commit
+ *       S = Q_i K_j^T; wgmma commit; wgmma wait_group 0          Q_i, K_j by smem descriptors
+ *       if j >= Tu: S = -inf where key >= seq_kv, or causal and key > row + seq_kv - seq_q
+ *       m_new = max(m, scale rowmax(S));  P = 2^(scale S - m_new);  alpha = 2^(m - m_new)
+ *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new
+ *       cp.async.wait_group 1; fence.proxy.async; __syncthreads   V_j is in
+ *       V_{j+1} -> the other buffer; commit
+ *       O += P V_j; wgmma commit; wgmma wait_group 0             P from registers (bf16)
+ *     store_o: l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
+ */
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, two warpgroups of 64
  * rows. Each warpgroup writes its 64 rows of O and their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)

@@ -235,6 +235,32 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
   }
 }
 
+/* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block;
+ * Q tile i sees KV tiles 0 .. Tc-1 and needs no mask on the first Tu (common/attn_causal.h).
+ *
+ *   block (i, head, batch), i from the last Q tile down when causal (the heaviest first):
+ *     Tc = attn_kv_tiles_visited(i Br, Br, seq_q, seq_kv, Bc, causal)
+ *     Tu = attn_kv_tiles_unmasked(i Br, seq_q, seq_kv, Bc, causal)
+ *     warpgroup 0 produces; warpgroups 1, 2 consume 64 of the Br = 128 rows each; Bc = 128
+ *     thread 0: mbarriers bar_q, full_k/v[2] (1 arrival), empty_k/v[2] (8 arrivals); __syncthreads
+ *   producer warp (producer_load), setmaxnreg 24:   for j in 0 .. Tc-1, stage st = j % 2:
+ *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
+ *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i first, on bar_q)
+ *   consumer warpgroup c, setmaxnreg 240: mbar_wait(bar_q); m = -inf, l = 0, O = 0
+ *     turns: bar.sync(mine) ... bar.arrive(other) on named barriers 1 + c and 2 - c; c = 0 first
+ *     turn 0:  bar.sync(mine); S_0 = Q_i K_0^T; commit; bar.arrive(other); wait_group 0
+ *              P_0, alpha = softmax_p(S_0); rescale_pack  m, l; then O = alpha O, P_0 packed
+ *     for j in 1 .. Tc-1, the tiles j < Tu, then the rest: (full_k[j % 2], full_v[(j-1) % 2])
+ *       bar.sync(mine)                                   my turn at the tensor cores
+ *       S_j = Q_i K_j^T; commit;  O += P_{j-1} V_{j-1}; commit      two groups
+ *       bar.arrive(other)                                your turn
+ *       wait_group 1; arrive(empty_k)                    S_j is done, P V may still run
+ *       P_j, alpha = softmax_p(S_j)                      the mask first if j >= Tu; O untouched
+ *       wait_group 0; arrive(empty_v)                    P V is done
+ *       rescale_pack: O = alpha O; P_j packed to bf16
+ *     last turn: bar.sync(mine); O += P_{Tc-1} V_{Tc-1}; commit; wait_group 0
+ *     store_o: l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
+ */
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
  * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
