@@ -97,6 +97,52 @@ static __device__ __forceinline__ void load_tile(uint32_t tile, const attn_bf16 
   }
 }
 
+/* ---- The steps of a Q tile, for one warp's 16 keys ----------------------------------------------
+ */
+
+/** C^T = A_w B^T, 16 keys x MB_BR queries over the head dimension: A = rows kw.. of tile @p sA
+ * (K or V, ldmatrix at @p a_off), B = the Q tile @p sB (Q or dO, ldmatrix at @p b_off). S^T = K Q^T
+ * and dP^T = V dO^T. */
+static __device__ __forceinline__ void product_t(float c[MB_QT][4], uint32_t sA, uint32_t sB,
+                                                 const uint32_t a_off[4], const uint32_t b_off[4]) {
+#pragma unroll
+  for (int nt = 0; nt < MB_QT; ++nt) c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < MB_KS; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(a, sA + a_off[ks & 3] + (ks >> 2) * 128);
+#pragma unroll
+    for (int np = 0; np < MB_QT / 2; ++np) {
+      uint32_t bq[4];
+      ldmatrix_x4(bq, sB + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
+      mma_bf16_16816(c[2 * np], a, bq[0], bq[1]);
+      mma_bf16_16816(c[2 * np + 1], a, bq[2], bq[3]);
+    }
+  }
+}
+
+/** acc += X B, the sum over the tile's queries: X (16 keys x MB_BR queries, fp32, P^T or dS^T)
+ * repacked as A fragments, B = the Q tile @p sB (dO or Q) through ldmatrix.trans at @p t_off.
+ * dV += P^T dO and dK += dS^T Q. */
+static __device__ __forceinline__ void accumulate_t(float acc[MB_DT][4], float x[MB_QT][4],
+                                                    uint32_t sB, const uint32_t t_off[4]) {
+#pragma unroll
+  for (int kq = 0; kq < MB_QK; ++kq) {
+    uint32_t pa[4];
+    pa[0] = pack_bf16x2(x[2 * kq][0], x[2 * kq][1]);
+    pa[1] = pack_bf16x2(x[2 * kq][2], x[2 * kq][3]);
+    pa[2] = pack_bf16x2(x[2 * kq + 1][0], x[2 * kq + 1][1]);
+    pa[3] = pack_bf16x2(x[2 * kq + 1][2], x[2 * kq + 1][3]);
+#pragma unroll
+    for (int dp = 0; dp < MB_DT / 2; ++dp) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, sB + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
+      mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
+      mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
+    }
+  }
+}
+
 /* The algorithm on a whiteboard, version 3: version 2's walk on the tensor cores (mma.sync).
  * Br = Bc = 64; warp w owns keys 16w..16w+15 of the tile, so every product is transposed (keys
  * are the rows), and dS^T goes through shared memory for dQ, whose sum runs over all four warps.
@@ -190,20 +236,7 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
 
       /* S^T = K Q^T: 16 keys x 64 queries per warp. */
       float s[MB_QT][4];
-#pragma unroll
-      for (int nt = 0; nt < MB_QT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
-      for (int ks = 0; ks < MB_KS; ++ks) {
-        uint32_t a[4];
-        ldmatrix_x4(a, sK + a_off[ks & 3] + (ks >> 2) * 128);
-#pragma unroll
-        for (int np = 0; np < MB_QT / 2; ++np) {
-          uint32_t bq[4];
-          ldmatrix_x4(bq, sQ + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
-          mma_bf16_16816(s[2 * np], a, bq[0], bq[1]);
-          mma_bf16_16816(s[2 * np + 1], a, bq[2], bq[3]);
-        }
-      }
+      product_t(s, sK, sQ, a_off, b_off);
       /* P^T = exp2(S^T scale log2 e - L log2 e), the mask on every tile (version 4 skips). */
 #pragma unroll
       for (int nt = 0; nt < MB_QT; ++nt)
@@ -213,38 +246,11 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
           const int visible = j < seq_kv && (!causal || j <= q0 + qc + diag);
           s[nt][e] = visible ? fast_exp2(fmaf(s[nt][e], scale_log2, -sL[qc])) : 0.f;
         }
-        /* dV += P^T dO: P^T repacked as A fragments, dO through ldmatrix.trans. */
-#pragma unroll
-      for (int kq = 0; kq < MB_QK; ++kq) {
-        uint32_t pa[4];
-        pa[0] = pack_bf16x2(s[2 * kq][0], s[2 * kq][1]);
-        pa[1] = pack_bf16x2(s[2 * kq][2], s[2 * kq][3]);
-        pa[2] = pack_bf16x2(s[2 * kq + 1][0], s[2 * kq + 1][1]);
-        pa[3] = pack_bf16x2(s[2 * kq + 1][2], s[2 * kq + 1][3]);
-#pragma unroll
-        for (int dp = 0; dp < MB_DT / 2; ++dp) {
-          uint32_t vb[4];
-          ldmatrix_x4_trans(vb, sO + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
-          mma_bf16_16816(acc_v[2 * dp], pa, vb[0], vb[1]);
-          mma_bf16_16816(acc_v[2 * dp + 1], pa, vb[2], vb[3]);
-        }
-      }
+      /* dV += P^T dO. */
+      accumulate_t(acc_v, s, sO, t_off);
       /* dP^T = V dO^T: 16 keys x 64 queries. */
       float dp_[MB_QT][4];
-#pragma unroll
-      for (int nt = 0; nt < MB_QT; ++nt) dp_[nt][0] = dp_[nt][1] = dp_[nt][2] = dp_[nt][3] = 0.f;
-#pragma unroll
-      for (int ks = 0; ks < MB_KS; ++ks) {
-        uint32_t a[4];
-        ldmatrix_x4(a, sV + a_off[ks & 3] + (ks >> 2) * 128);
-#pragma unroll
-        for (int np = 0; np < MB_QT / 2; ++np) {
-          uint32_t bo[4];
-          ldmatrix_x4(bo, sO + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
-          mma_bf16_16816(dp_[2 * np], a, bo[0], bo[1]);
-          mma_bf16_16816(dp_[2 * np + 1], a, bo[2], bo[3]);
-        }
-      }
+      product_t(dp_, sV, sO, a_off, b_off);
       /* dS^T = P^T o (dP^T - D), into s; and to shared memory (bf16) for dQ. */
 #pragma unroll
       for (int nt = 0; nt < MB_QT; ++nt) {
@@ -255,22 +261,8 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
         *(uint32_t *)(smem + (sS - sK) + ds_off(r + 8, nt) + t4 * 4) =
             pack_bf16x2(s[nt][2], s[nt][3]);
       }
-      /* dK += dS^T Q: dS^T repacked as A fragments, Q through ldmatrix.trans. */
-#pragma unroll
-      for (int kq = 0; kq < MB_QK; ++kq) {
-        uint32_t pa[4];
-        pa[0] = pack_bf16x2(s[2 * kq][0], s[2 * kq][1]);
-        pa[1] = pack_bf16x2(s[2 * kq][2], s[2 * kq][3]);
-        pa[2] = pack_bf16x2(s[2 * kq + 1][0], s[2 * kq + 1][1]);
-        pa[3] = pack_bf16x2(s[2 * kq + 1][2], s[2 * kq + 1][3]);
-#pragma unroll
-        for (int dp = 0; dp < MB_DT / 2; ++dp) {
-          uint32_t qb[4];
-          ldmatrix_x4_trans(qb, sQ + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
-          mma_bf16_16816(acc_k[2 * dp], pa, qb[0], qb[1]);
-          mma_bf16_16816(acc_k[2 * dp + 1], pa, qb[2], qb[3]);
-        }
-      }
+      /* dK += dS^T Q. */
+      accumulate_t(acc_k, s, sQ, t_off);
       __syncthreads(); /* the whole dS^T tile is in shared memory */
 
       /* dQ (queries 16w..16w+15) += dS K over the block's 64 keys, MB_DQ_DT dim tiles a pass,

@@ -104,6 +104,52 @@ static __device__ __forceinline__ void load_q_tile(uint32_t sQ, uint32_t sO, uin
   cp_async_commit();
 }
 
+/* ---- The steps of a Q tile, for one warp's 16 keys ----------------------------------------------
+ */
+
+/** C^T = A_w B^T, 16 keys x MB_BR queries over the head dimension: A = rows kw.. of tile @p sA
+ * (K or V, ldmatrix at @p a_off), B = the Q tile @p sB (Q or dO, ldmatrix at @p b_off). S^T = K Q^T
+ * and dP^T = V dO^T. */
+static __device__ __forceinline__ void product_t(float c[MB_QT][4], uint32_t sA, uint32_t sB,
+                                                 const uint32_t a_off[4], const uint32_t b_off[4]) {
+#pragma unroll
+  for (int nt = 0; nt < MB_QT; ++nt) c[nt][0] = c[nt][1] = c[nt][2] = c[nt][3] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < MB_KS; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(a, sA + a_off[ks & 3] + (ks >> 2) * 128);
+#pragma unroll
+    for (int np = 0; np < MB_QT / 2; ++np) {
+      uint32_t bq[4];
+      ldmatrix_x4(bq, sB + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
+      mma_bf16_16816(c[2 * np], a, bq[0], bq[1]);
+      mma_bf16_16816(c[2 * np + 1], a, bq[2], bq[3]);
+    }
+  }
+}
+
+/** acc += X B, the sum over the tile's queries: X (16 keys x MB_BR queries, fp32, P^T or dS^T)
+ * repacked as A fragments, B = the Q tile @p sB (dO or Q) through ldmatrix.trans at @p t_off.
+ * dV += P^T dO and dK += dS^T Q. */
+static __device__ __forceinline__ void accumulate_t(float acc[MB_DT][4], float x[MB_QT][4],
+                                                    uint32_t sB, const uint32_t t_off[4]) {
+#pragma unroll
+  for (int kq = 0; kq < MB_QK; ++kq) {
+    uint32_t pa[4];
+    pa[0] = pack_bf16x2(x[2 * kq][0], x[2 * kq][1]);
+    pa[1] = pack_bf16x2(x[2 * kq][2], x[2 * kq][3]);
+    pa[2] = pack_bf16x2(x[2 * kq + 1][0], x[2 * kq + 1][1]);
+    pa[3] = pack_bf16x2(x[2 * kq + 1][2], x[2 * kq + 1][3]);
+#pragma unroll
+    for (int dp = 0; dp < MB_DT / 2; ++dp) {
+      uint32_t vb[4];
+      ldmatrix_x4_trans(vb, sB + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
+      mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
+      mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
+    }
+  }
+}
+
 /* The algorithm on a whiteboard, version 5: version 4's KV-outer walk without dQ (no dS^T tile, no
  * second barrier, no atomics), and a second, Q-outer walk that owns dQ. Br = Bc = 64.
  *
@@ -198,20 +244,7 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
 
     /* S^T = K Q^T: 16 keys x 64 queries per warp. */
     float s[MB_QT][4];
-#pragma unroll
-    for (int nt = 0; nt < MB_QT; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < MB_KS; ++ks) {
-      uint32_t a[4];
-      ldmatrix_x4(a, sK + a_off[ks & 3] + (ks >> 2) * 128);
-#pragma unroll
-      for (int np = 0; np < MB_QT / 2; ++np) {
-        uint32_t bq[4];
-        ldmatrix_x4(bq, sQ + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
-        mma_bf16_16816(s[2 * np], a, bq[0], bq[1]);
-        mma_bf16_16816(s[2 * np + 1], a, bq[2], bq[3]);
-      }
-    }
+    product_t(s, sK, sQ, a_off, b_off);
     /* P^T = exp2(S^T scale log2 e - L log2 e), masked only where `masked` says. A masked
      * entry may compute exp2 of garbage (L of a row past seq_q is 0, of a row that sees no key
      * -inf): the select drops it. */
@@ -224,59 +257,18 @@ static __global__ void __launch_bounds__(MB_THREADS, 2)
         const float p = fast_exp2(fmaf(s[nt][e], scale_log2, -sL[qc] * BW_LOG2E));
         s[nt][e] = !masked || (j < seq_kv && i < seq_q && (!causal || j <= i + diag)) ? p : 0.f;
       }
-      /* dV += P^T dO: P^T repacked as A fragments, dO through ldmatrix.trans. */
-#pragma unroll
-    for (int kq = 0; kq < MB_QK; ++kq) {
-      uint32_t pa[4];
-      pa[0] = pack_bf16x2(s[2 * kq][0], s[2 * kq][1]);
-      pa[1] = pack_bf16x2(s[2 * kq][2], s[2 * kq][3]);
-      pa[2] = pack_bf16x2(s[2 * kq + 1][0], s[2 * kq + 1][1]);
-      pa[3] = pack_bf16x2(s[2 * kq + 1][2], s[2 * kq + 1][3]);
-#pragma unroll
-      for (int dp = 0; dp < MB_DT / 2; ++dp) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sO + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
-        mma_bf16_16816(acc_v[2 * dp], pa, vb[0], vb[1]);
-        mma_bf16_16816(acc_v[2 * dp + 1], pa, vb[2], vb[3]);
-      }
-    }
+    /* dV += P^T dO. */
+    accumulate_t(acc_v, s, sO, t_off);
     /* dP^T = V dO^T: 16 keys x 64 queries. */
     float dp_[MB_QT][4];
-#pragma unroll
-    for (int nt = 0; nt < MB_QT; ++nt) dp_[nt][0] = dp_[nt][1] = dp_[nt][2] = dp_[nt][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < MB_KS; ++ks) {
-      uint32_t a[4];
-      ldmatrix_x4(a, sV + a_off[ks & 3] + (ks >> 2) * 128);
-#pragma unroll
-      for (int np = 0; np < MB_QT / 2; ++np) {
-        uint32_t bo[4];
-        ldmatrix_x4(bo, sO + b_off[ks & 3] + (ks >> 2) * 128 + np * 16 * MB_ROWB);
-        mma_bf16_16816(dp_[2 * np], a, bo[0], bo[1]);
-        mma_bf16_16816(dp_[2 * np + 1], a, bo[2], bo[3]);
-      }
-    }
+    product_t(dp_, sV, sO, a_off, b_off);
     /* dS^T = P^T o (dP^T - D), into s. */
 #pragma unroll
     for (int nt = 0; nt < MB_QT; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[nt][e] *= dp_[nt][e] - sD[nt * 8 + 2 * t4 + (e & 1)];
-        /* dK += dS^T Q: dS^T repacked as A fragments, Q through ldmatrix.trans. */
-#pragma unroll
-    for (int kq = 0; kq < MB_QK; ++kq) {
-      uint32_t pa[4];
-      pa[0] = pack_bf16x2(s[2 * kq][0], s[2 * kq][1]);
-      pa[1] = pack_bf16x2(s[2 * kq][2], s[2 * kq][3]);
-      pa[2] = pack_bf16x2(s[2 * kq + 1][0], s[2 * kq + 1][1]);
-      pa[3] = pack_bf16x2(s[2 * kq + 1][2], s[2 * kq + 1][3]);
-#pragma unroll
-      for (int dp = 0; dp < MB_DT / 2; ++dp) {
-        uint32_t qb[4];
-        ldmatrix_x4_trans(qb, sQ + t_off[dp & 3] + (dp >> 2) * 128 + kq * 16 * MB_ROWB);
-        mma_bf16_16816(acc_k[2 * dp], pa, qb[0], qb[1]);
-        mma_bf16_16816(acc_k[2 * dp + 1], pa, qb[2], qb[3]);
-      }
-    }
+    /* dK += dS^T Q. */
+    accumulate_t(acc_k, s, sQ, t_off);
   }
 
   /* dK = scale * acc_k and dV = acc_v for my 16 keys, bf16. */
