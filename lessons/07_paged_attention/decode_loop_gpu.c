@@ -1,6 +1,8 @@
 /* Lesson 07's decode loop on the GPU (paged_attention.h): the cache manager schedules each step,
  * the copy and append kernels write the pool, a paged decode version reads it, and every step is
- * checked against a dense copy of each sequence on the host. */
+ * checked against a dense copy of each sequence on the host. The launcher and its workspace come
+ * from launch_plan.c (l07_launcher(), l07_paged_workspace_bytes()); versions.c runs this loop in
+ * its report, and nothing here calls back into versions.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

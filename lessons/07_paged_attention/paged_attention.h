@@ -222,7 +222,7 @@ cudaError_t l07_copy_blocks(const l07_copy *copies, int n_copies, int block_size
                             int dim, void *k_cache, void *v_cache, cudaStream_t stream);
 
 /** The launcher of paged version @p version (1..L07_PAGED_VERSIONS) for head dimension @p dim (64
- * or 128), or NULL. */
+ * or 128), or NULL (launch_plan.c, with l07_paged_chunk_for() and l07_paged_workspace_bytes()). */
 l07_paged_fn l07_launcher(int version, int dim);
 
 /** What the decode loop did on the GPU. */
