@@ -59,9 +59,9 @@
 #include <limits.h>
 #include <math.h>
 
-#include "../04_fa2_warps/ptx.cuh"
 #include "attn_cuda.cuh"
 #include "flash_decoding.h"
+#include "ptx.cuh" /* lesson 04: one function per PTX instruction (USES 4) */
 
 #define FD_WARPS (L06_THREADS / 32)     /**< 4 warps, each its own stream of key tiles */
 #define FD_TK 16                        /**< keys per warp tile: one k-step of P V */

@@ -28,10 +28,10 @@
 #ifndef L07_PAGED_ATTENTION_H
 #define L07_PAGED_ATTENTION_H
 
-#include "../06_flash_decoding/flash_decoding.h"
 #include "attn.h"
 #include "cache.h"
 #include "decode_loop.h"
+#include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
 #include "paging.h"
 #include "sim.h"
 

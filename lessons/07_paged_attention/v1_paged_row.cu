@@ -33,7 +33,7 @@
 
 #include <limits.h>
 
-#include "../06_flash_decoding/decode.cuh"
+#include "decode.cuh" /* lesson 06: the one-row walk fd_row() and its loads (USES 6) */
 #include "paged_attention.h"
 
 /** Token pasting, after expanding `b`. */

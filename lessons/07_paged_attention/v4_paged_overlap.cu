@@ -49,10 +49,10 @@
 #include <limits.h>
 #include <math.h>
 
-#include "../04_fa2_warps/ptx.cuh"
-#include "../06_flash_decoding/flash_decoding.h"
 #include "attn_cuda.cuh"
+#include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
 #include "paged_attention.h"
+#include "ptx.cuh" /* lesson 04: one function per PTX instruction (USES 4) */
 
 #define FD_WARPS (L06_THREADS / 32)     /**< 4 warps, each its own stream of key tiles */
 #define FD_TK 16                        /**< keys per warp tile: one k-step of P V */
