@@ -192,7 +192,8 @@ static __device__ __forceinline__ void fd_wait_stages(int stages) {
 }
 
 /** Keys query token @p i sees: all @p seq_kv, or under the bottom-right causal mask the keys
- * j <= i + seq_kv - seq_q (0 when that is negative). */
+ * j <= i + seq_kv - seq_q (0 when that is negative). attn_keys_seen() (attn_causal.h) is the same
+ * bound in 64-bit arithmetic, which changes the kernels' machine code: hence this int copy. */
 static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, int causal) {
   if (!causal) return seq_kv;
   const int n = i + seq_kv - seq_q + 1;
