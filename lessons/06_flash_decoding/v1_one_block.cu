@@ -52,6 +52,20 @@
 /** This build's launcher: l06_one_block_d64() or l06_one_block_d128(), in flash_decoding.h. */
 #define FD_LAUNCH FD_CAT(l06_one_block_d, HEAD_DIM)
 
+/* The loop on a whiteboard (version 1: FlashAttention-2's online softmax, one query row a block).
+ *
+ *   block (b, i, h):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees (attn_keys_seen)
+ *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take alternate keys
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
+ *       s_j = q . K[j]                                           (16-byte loads, shuffle sum)
+ *       m_new = max(m, max_j s_j),  alpha = 2^(m - m_new),  p_j = 2^(s_j - m_new)
+ *       l = alpha l + sum_j p_j,  O = alpha O + sum_j p_j V[j],  m = m_new
+ *     the warp's lane groups merge their (m, l, O) by shuffles   (fd_merge())
+ *     each warp's (m, l, O) -> shared memory;  __syncthreads()
+ *     thread d: merge the 4 warps' (m, l, O[d])
+ *     -> O[b, i, h, d] = O[d] / l,  lse = (m + log2 l) ln 2        (no key seen: 0 and -inf)
+ */
 /** One block per O row r = (b * seq_q + i) * heads + h: the block walks the row's visible keys
  * (fd_row()) and writes the row of O in bf16 and its log-sum-exp. */
 static __global__ void __launch_bounds__(L06_THREADS)

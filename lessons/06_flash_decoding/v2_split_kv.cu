@@ -69,6 +69,24 @@
 /** This build's occupancy query: l06_split_kv_per_sm_d64() or l06_split_kv_per_sm_d128(). */
 #define FD_PER_SM FD_CAT(l06_split_kv_per_sm_d, HEAD_DIM)
 
+/* The loop on a whiteboard (version 2: version 1's walk over one chunk, then a combine).
+ *
+ *   block (r = (b, i, h), chunk s):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees
+ *     keys [s chunk, (s + 1) chunk) clipped to [0, n), cut into 4 ranges, one per warp
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
+ *       s_j = q . K[j]                                           (16-byte loads, shuffle sum)
+ *       m_new = max(m, max_j s_j),  alpha = 2^(m - m_new),  p_j = 2^(s_j - m_new)
+ *       l = alpha l + sum_j p_j,  O = alpha O + sum_j p_j V[j],  m = m_new
+ *     the warp's lane groups merge their (m, l, O) by shuffles   (fd_merge())
+ *     each warp's (m, l, O) -> shared memory;  __syncthreads()
+ *     thread d: merge the 4 warps' (m, l, O[d])
+ *     -> part_O[s, r, d] = O[d] / l,  part_lse[s, r] = (m + log2 l) ln 2   (empty: 0 and -inf)
+ *
+ *   combine, block r:  lse_s -> shared;  __syncthreads();  warp 0: w_s = e^(lse_s - max_s lse_s)
+ *     __syncthreads();  thread d:  O[r, d] = sum_s w_s part_O[s, r, d] / sum_s w_s,
+ *     lse[r] = max_s lse_s + log sum_s w_s                          (every chunk empty: 0, -inf)
+ */
 /** One block per (O row r = (b * seq_q + i) * heads + h, chunk s): the walk over the row's visible
  * keys in [s * chunk, (s + 1) * chunk), its partial state written to the workspace. */
 static __global__ void __launch_bounds__(L06_THREADS)

@@ -149,6 +149,32 @@ static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh,
   return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
 }
 
+/* The loop on a whiteboard: FlashAttention-2's tile loop on tensor cores, the G query heads x
+ * seq_q tokens of one KV head stacked as the rows of a 16-row Q tile.
+ *
+ *   block (chunk x of the batch, unit u = (KV head, row tile)):  warp 0 finds the sequence b of
+ *   chunk x from seq_lens (a prefix sum of chunk counts by shuffles);  __syncthreads()
+ *   s = x - b's first chunk;  keys [j0, j1) = [s chunk, (s + 1) chunk), clipped to the keys the
+ *   tile's last row of sequence b sees; warp w takes the 16-key tiles w, w + 4, w + 8, ... of it
+ *     FD_STAGES = 6 (12 at dim 64): tile t computes while the next FD_STAGES - 1 are in flight
+ *     warp w: cp.async its first FD_STAGES - 1 tiles of K and V, one commit each
+ *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
+ *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
+ *     for each tile t of warp w:
+ *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
+ *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
+ *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
+ *       m_new = max(m, rowmax S),  alpha = 2^(m - m_new),  P = 2^(S - m_new)
+ *       l = alpha l + rowsum P,  O = alpha O + P V_t  (V by ldmatrix.trans),  m = m_new
+ *       __syncwarp()                                             (the buffer may be refilled)
+ *     cp.async.wait_all;  each warp's (m, l, O) -> shared memory;  __syncthreads()
+ *     a float4 of a row per thread: merge the 4 warps' (m, l, O) -> O / l, lse = (m + log2 l) ln 2
+ *     b in one chunk: -> O, lse
+ *     more: -> part_O[s], part_lse[s];  __threadfence();  __syncthreads()
+ *       thread 0: last = atomicAdd(&count[b, u], 1) == b's chunks - 1   (the last resets it)
+ *       last block only: __threadfence(); a float4 of a row per thread, FD_MERGE chunks at a time:
+ *         lse = log sum_s e^lse_s,  O = sum_s e^(lse_s - lse) O_s  (ld.global.cg)  -> O, lse
+ */
 /** One block per chunk of the batch along x and (KV head, row tile) of its sequence along y. The
  * tile's rows are group rows rt * 16 + rr, r = i * G + hg for token i and query head kvh * G + hg.
  * A sequence of one chunk writes O and the log-sum-exp; with more, each block's partial state

@@ -150,6 +150,21 @@ static __device__ __forceinline__ void pr_row(const attn_bf16 *__restrict__ qr,
   }
 }
 
+/* The loop on a whiteboard: lesson 06's version 1 (one query row a block) through the block table.
+ *
+ *   block (b, i, h):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees of seq_lens[b]
+ *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take alternate keys
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
+ *       page = block_table[b][j / block_size],  slot = page * block_size + j % block_size
+ *       s_j = q . K[slot]                                        (16-byte loads, shuffle sum)
+ *       m_new = max(m, max_j s_j),  alpha = 2^(m - m_new),  p_j = 2^(s_j - m_new)
+ *       l = alpha l + sum_j p_j,  O = alpha O + sum_j p_j V[slot],  m = m_new
+ *     the warp's lane groups merge their (m, l, O) by shuffles   (fd_merge())
+ *     each warp's (m, l, O) -> shared memory;  __syncthreads()
+ *     thread d: merge the 4 warps' (m, l, O[d])
+ *     -> O[b, i, h, d] = O[d] / l,  lse = (m + log2 l) ln 2        (no key seen: 0 and -inf)
+ */
 /** One block per O row r = (b * seq_q + i) * heads + h: the walk over the row's visible keys of
  * sequence b through its block table, then the row of O and its log-sum-exp. */
 static __global__ void __launch_bounds__(L06_THREADS)

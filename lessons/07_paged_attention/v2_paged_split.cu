@@ -137,6 +137,29 @@ static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh,
   return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
 }
 
+/* The loop on a whiteboard: lesson 06's version 6 (the G query heads x seq_q tokens of a KV head
+ * as one 16-row Q tile on tensor cores, chunks by length, one launch) over a paged cache.
+ *
+ *   block (chunk x of the batch, unit u = (KV head, row tile)):  warp 0 finds the sequence b of
+ *   chunk x (a prefix sum of chunk counts by shuffles);  __syncthreads();  s = x - b's first
+ *   keys [j0, j1) = [s chunk, (s + 1) chunk), clipped to what the tile's last row of b sees
+ *     warp w takes the 16-key tiles t = w, w + 4, ...; FD_STAGES of them in its ring
+ *     warp w: cp.async its first FD_STAGES - 1 tiles of K and V, one commit each
+ *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
+ *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
+ *     for each tile t of warp w:
+ *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
+ *         row r, key k = key0 + r: page = block_table[b][k / bs] -> pool[page * bs + k % bs]
+ *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
+ *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
+ *       m_new = max(m, rowmax S),  alpha = 2^(m - m_new),  P = 2^(S - m_new)
+ *       l = alpha l + rowsum P,  O = alpha O + P V_t  (V by ldmatrix.trans),  m = m_new
+ *       __syncwarp()                                             (the buffer may be refilled)
+ *     cp.async.wait_all;  each warp's (m, l, O) -> shared memory;  __syncthreads()
+ *     a float4 of a row per thread: merge the 4 warps' (m, l, O) -> O / l, lse = (m + log2 l) ln 2
+ *     b in one chunk: -> O, lse.  More: -> part_O[s], part_lse[s];  __threadfence();  the last
+ *     block of (b, u) to count in (atomicAdd on count[b, u]) merges b's chunks by lse -> O, lse
+ */
 /** One block per chunk of the batch along x and (KV head, row tile) of its sequence along y. The
  * tile's rows are group rows rt * 16 + rr, r = i * G + hg for token i and query head kvh * G + hg.
  * A sequence of one chunk writes O and the log-sum-exp; with more, each block's partial state
