@@ -25,10 +25,10 @@
  * latency: expect around a tenth of the HBM rate (a few hundred us), whatever L2 saves on the 4
  * query heads that read each KV head.
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, kv 32768, dim 128: 0.886 ms, 152 GB/s, 3.2% of HBM: the tenth predicted was optimistic by
- * 3x. The rate is the same at kv 8192 and 131072 (150 and 153 GB/s) and grows only with the grid:
- * batch 8 gives 256 blocks and 1.13 TB/s, batch 32 at kv 8192 gives 1024 blocks and 1.94 TB/s.
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), batch 1, 32 heads, 8 KV
+ * heads, kv 32768, dim 128: 0.868 ms, 155 GB/s, 3.2% of HBM: the tenth predicted was optimistic by
+ * 3x. The rate is the same at kv 8192 and 131072 (152 and 156 GB/s) and grows only with the grid:
+ * batch 8 gives 256 blocks and 1.14 TB/s, batch 32 at kv 8192 gives 1024 blocks and 1.95 TB/s.
  *
  * Run: `./run 1` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128) and
  * `./run 1 --batch 64 --kv-seq 4096` (a grid of 2048 blocks: the case where one block per row is

@@ -30,17 +30,15 @@
  * of the HBM rate: 35-50 us, 5-10x version 1. At batch 32 and kv 8192 (1024 rows, S = 1) it
  * should equal version 1 plus the combine's launch, a few us.
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, kv 32768, dim 128: 71.0 us, 1.89 TB/s, 39% of HBM, 12.5x version 1: the speed-up came,
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), batch 1, 32 heads, 8 KV
+ * heads, kv 32768, dim 128: 69.8 us, 1.92 TB/s, 40% of HBM, 12.4x version 1: the speed-up came,
  * the rate did not. With 32 KV heads (every query head its own K and V) the same code reaches
- * 4.17 TB/s, 87%, at kv 32768: what holds it back at 8 KV heads is that the 4 query heads of a
+ * 4.13 TB/s, 86%, at kv 32768: what holds it back at 8 KV heads is that the 4 query heads of a
  * group each read their KV head, 537 MB of requests for 134 MB of data, and L2 serves the
  * repeats only as fast as it can. Version 3 removes the repeats. At batch 32 and kv 8192 (one
- * chunk per row) the prediction was wrong in sign: version 2 took 493 us against version 1's 555,
- * 1.12x faster although it splits nothing and adds the combine; the walk is the same code, and
+ * chunk per row) the prediction was wrong in sign: version 2 took 494 us against version 1's 550,
+ * 1.11x faster although it splits nothing and adds the combine; the walk is the same code, and
  * this run does not say why the split kernel's build of it is faster.
- * With the combine reading a row's log-sum-exps all at once into shared memory (2026-11-24,
- * docs/results/h200-l06c-2026-11-24): 69.8 us, 1.92 TB/s at the default shape.
  *
  * Run: `./run 2` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128) and
  * `./run 2 --batch 64 --kv-seq 4096`.

@@ -39,13 +39,11 @@
  * version 2 at 8 KV heads, and about equal to it at 32 (G = 1, where the tile is 15/16 padding
  * and only the loads changed).
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, kv 32768, dim 128: 42.4 us, 3.16 TB/s, 66% of HBM, 1.68x version 2; at 32 KV heads
- * 4.22 against version 2's 4.17 TB/s. Both a little above the prediction. At kv 131072 it reaches
- * 4.08 TB/s (85%), at batch 8 4.40 (92%); at kv 8192 only 1.63 (20.6 us for 34 MB): the fixed
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), batch 1, 32 heads, 8 KV
+ * heads, kv 32768, dim 128: 41.6 us, 3.23 TB/s, 67% of HBM, 1.68x version 2; at 32 KV heads
+ * 4.16 against version 2's 4.13 TB/s. Both a little above the prediction. At kv 131072 it reaches
+ * 4.08 TB/s (85%), at batch 8 4.30 (89%); at kv 8192 only 1.80 (18.6 us for 34 MB): the fixed
  * costs of two launches, a pipeline fill and the merges are about half of that time.
- * With the warps' states stored without bank conflicts and merged by every thread of the block
- * (2026-11-24, docs/results/h200-l06c-2026-11-24): 41.6 us, 3.23 TB/s at the default shape.
  *
  * Run: `./run 3` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128), `./run 3 --kv-heads 32`
  * (no grouping to gain) and `./run 3 --kv-heads 1` (MQA: 32 rows, two row tiles).

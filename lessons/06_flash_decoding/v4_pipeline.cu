@@ -27,17 +27,15 @@
  * TB/s at the default shape), more at kv 8192 where fixed costs weigh most, and nothing at batch
  * 32 and kv 8192, where 256 unsplit groups already fill the GPU.
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, dim 128: kv 32768 40.0 us, 3.35 TB/s (70% of HBM), 6% over version 3; kv 131072 4.20 TB/s
- * (87%), 3% over; kv 8192 1.83 TB/s, 12% over; batch 32 at kv 8192 4.47 TB/s against version 3's
- * 4.47: as predicted. Dim 64 gains more (2.58 against 2.22 TB/s at the default shape) and MQA
- * most (0.79 against 0.60), both with few bytes per block. In the bench (bench/lesson06_peers.py,
- * same archive) it matches or beats cuDNN on 48 of 56 rows; six of the others trail by 0.05-2.2% at
- * batch 32-128, and two at dim 64, batch 128, 1024 keys trail by 9% and 19%: there one block per
- * SM and one short chunk per block leave too few loads in flight, and version 3, at 2 blocks per
- * SM, is the faster one.
- * With the warps' states stored without bank conflicts and merged by every thread of the block
- * (2026-11-24, docs/results/h200-l06c-2026-11-24): 39.8 us, 3.37 TB/s at the default shape.
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), batch 1, 32 heads, 8 KV
+ * heads, dim 128: kv 32768 39.8 us, 3.37 TB/s (70% of HBM), 4.5% over version 3, just under the
+ * prediction; kv 131072 4.14 TB/s (86%), 1.7% over; kv 8192 1.90 TB/s, 5% over, less than
+ * predicted; batch 32 at kv 8192 4.39 TB/s against version 3's 4.38: as predicted. Dim 64 gains
+ * more (2.66 against 2.45 TB/s at the default shape) and MQA most (0.91 against 0.78), both with
+ * few bytes per block. In the bench (bench/lesson06_peers.py, same archive) it matches or beats
+ * cuDNN on 28 of 56 rows; 23 of the others trail by 0.4-4.7%, and five with 1024 keys at dim 64
+ * (batch 8 to 128) by 23-30%: there one block per SM and one short chunk per block leave too few
+ * loads in flight, and version 3, at 2 blocks per SM, is the faster one on all five.
  *
  * Run: `./run 4` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128), `./run 4 --kv-seq 131072`
  * and `make diff-6 A=3 B=4` (the whole change is the FD_STAGES line and the names).

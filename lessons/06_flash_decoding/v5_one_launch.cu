@@ -36,16 +36,14 @@
  * at the default shape (40 us), 10-20% at kv 8192 (18 us), nothing at kv 131072 beyond noise and
  * nothing where one chunk per unit needs no combine (batch 32, kv 8192).
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06b-2026-11-23), batch 1, 32 heads, 8 KV
- * heads, dim 128, with the merge then (every row's chunks read one after another by 8 threads):
- * kv 32768 38.7 us against version 4's 40.1 (3.6%), 3.47 TB/s; kv 8192 17.6 against 18.6 us
- * (5.6%); kv 131072 1%: half the predicted gain. With one KV head (MQA, 64 chunks per unit) 0.52
- * TB/s against version 4's 0.77, with 4 causal query rows 3.10 against 3.20: one block merging
- * 512 or 128 KiB alone cost more than the launch it saved.
- * With the merge above and the threshold (2026-11-24, docs/results/h200-l06c-2026-11-24): kv
- * 32768 37.6 us against version 4's 39.8 (5.8%), 3.57 TB/s, 89% of a plain read of the same
- * bytes; kv 8192 11.6% and kv 131072 1.9% over version 4, the prediction's range; MQA 0.90
- * against 0.91 TB/s and 4 causal rows 3.24 against 3.25, version 4's path and version 4's speed.
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), batch 1, 32 heads, 8 KV
+ * heads, dim 128: kv 32768 37.6 us against version 4's 39.8 (5.8%), 3.57 TB/s, 89% of a plain
+ * read of the same bytes; kv 8192 11.6% and kv 131072 1.9% over version 4, the prediction's range;
+ * MQA 0.90 against 0.91 TB/s and 4 causal rows 3.24 against 3.25, version 4's path and version 4's
+ * speed. A first merge without the threshold (every row's chunks read one after another by 8
+ * threads) lost on those two (2026-11-23, docs/results/h200-l06b-2026-11-23): MQA 0.52 against
+ * version 4's 0.77 TB/s, 4 causal rows 3.10 against 3.20; one block merging 512 or 128 KiB alone
+ * cost more than the launch it saved.
  *
  * Run: `./run 5` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128), `./run 5 --kv-seq 8192`
  * and `make diff-6 A=4 B=5`.

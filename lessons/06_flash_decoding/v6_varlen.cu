@@ -33,18 +33,15 @@
  * (the rule as it is now): 53 chunks of 2496 keys for the long sequence, so its blocks that start
  * in later waves end at most a quarter share after the rest: expect within 10% of the equal batch.
  *
- * Measured: NVIDIA H200, 2026-11-23 (docs/results/h200-l06b-2026-11-23), 32 heads, 8 KV heads, dim
- * 128: on equal lengths within 2% of version 5 (39.4 against 38.7 us at the default shape). The
- * mixed batch (131072 + 31 x 1024 keys) runs 186 us, 3.59 TB/s; the same keys in 32 sequences of
- * 5088 run 4.24 TB/s: 85%, short of the 90% predicted. The chunk of 9920 keys is a slot's whole
- * average share, so the 112 long blocks that start in the first and second waves end well after
- * the short ones; a finer cut of the long sequence is the next step.
- * With the cut at a quarter of the share when a sequence is longer than the share (2026-11-24,
- * docs/results/h200-l06c-2026-11-24): chunks of 2496 keys, 53 for the long sequence, 84 in the
- * batch; the mixed batch runs 171 us, 3.91 TB/s, 92% of the equal batch's 4.27: within the 10%
- * predicted. On equal lengths 38.2 us against version 5's 37.6 at the default shape; with one KV
- * head, where version 5 hands its 512 KiB merges to the combine kernel and this version cannot,
- * 0.65 TB/s against version 5's 0.90.
+ * Measured: NVIDIA H200, 2026-11-24 (docs/results/h200-l06c-2026-11-24), 32 heads, 8 KV heads, dim
+ * 128: chunks of 2496 keys, 53 for the long sequence, 84 in the batch; the mixed batch (131072 +
+ * 31 x 1024 keys) runs 171 us, 3.91 TB/s, 92% of the equal batch's 4.27 (32 x 5088): within the
+ * 10% predicted. On equal lengths 38.2 us against version 5's 37.6 at the default shape; with one
+ * KV head, where version 5 hands its 512 KiB merges to the combine kernel and this version cannot,
+ * 0.65 TB/s against version 5's 0.90. Without the quarter cut (chunks of 9920 keys, a slot's
+ * whole average share) the mixed batch ran at 3.59 TB/s, 85% of the equal batch, the long blocks
+ * that start in later waves ending well after the short ones (2026-11-23,
+ * docs/results/h200-l06b-2026-11-23).
  *
  * Run: `./run 6 --kv-lens 128k,1024x31` and `./run 6 --batch 32 --kv-seq 5088` (the same bytes in
  * equal lengths); `--kv-lens` takes any list (`N`, `Nk`, `NxCOUNT`).

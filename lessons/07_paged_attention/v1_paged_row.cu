@@ -18,8 +18,8 @@
  * Prediction: within a few percent of lesson 06's version 1 on the same shape (about 150 GB/s at
  * batch 1, kv 32768); the lookups are L1 hits after the first key of each page.
  *
- * Measured: (H200, 2026-11-23, docs/results/h200-l07-2026-11-23) 1301 us at the default shape,
- * 103 GB/s (2.1% of HBM): 32 blocks on 132 SMs, each walking 32768 keys; version 2 is 28.7x
+ * Measured: (H200, 2026-11-25, docs/results/h200-l07d-2026-11-25) 1301 us at the default shape,
+ * 103 GB/s (2.1% of HBM): 32 blocks on 132 SMs, each walking 32768 keys; version 2 is 28.8x
  * faster.
  *
  * Run: `./run 1` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128, block size 16) and

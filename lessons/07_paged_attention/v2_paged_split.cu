@@ -23,11 +23,10 @@
  * holds whole 16-key tiles); block size 8 splits each tile over two pages, still one lookup per
  * row, so no slower. Target: 95% of the dense kernel, 4.0 TB/s at batch 32 and kv 8k.
  *
- * Measured: (H200, 2026-11-23, docs/results/h200-l07-2026-11-23) 2962 GB/s at the default
- * shape, 85.3% of lesson 06's version 5 on the same values; 81.0% at block size 8 up to 91.3% at
- * 128; 3.86 TB/s at batch 32 and kv 8k. The lookup before every copy is what costs (version 3).
- * With lesson 06's shorter tail (2026-11-24, docs/results/h200-l07b-2026-11-24): 2952 GB/s at the
- * default shape, 82.4% of lesson 06's version 5, itself faster by the same change.
+ * Measured: (H200, 2026-11-25, docs/results/h200-l07d-2026-11-25) 2969 GB/s at the default
+ * shape, 81.8% of lesson 06's version 5 on the same values; 75.3% at block size 8 up to 88.0% at
+ * 128; 3.66 TB/s at batch 32 and kv 8k (81.6%). The lookup before every copy is what costs
+ * (version 3).
  *
  * Run: `./run 2` (batch 1, 32 heads, 8 KV heads, kv-seq 32768, dim 128, block size 16),
  * `./run 2 --block-size 8` and `./run 2 --kv-lens 128k,1024x31`.

@@ -25,13 +25,10 @@
  * shape, 14% at batch 32 and kv 8k) closes to a few percent if the lookup is what costs; what
  * stays is the scatter of the pages themselves.
  *
- * Measured: (H200, 2026-11-23, docs/results/h200-l07-2026-11-23) 3319 GB/s at the default
- * shape, 95.6% of lesson 06's version 5 on the same values (version 2: 85.3%); 95.1% to 97.4% at
- * block sizes 8 to 128; 4.30 TB/s at batch 32 and kv 8k (96.4%); 92.6% at batch 128 and kv 1k.
- * With lesson 06's shorter tail (2026-11-24, docs/results/h200-l07b-2026-11-24): 3376 GB/s at the
- * default shape, 94.2% of lesson 06's version 5 (itself faster by the same change); 94.0% to 96.5%
- * at block sizes 8 to 128; 4.23 TB/s at batch 32 and kv 8k (96.4%); 94.1% at batch 128 and kv 1k;
- * 3.78 TB/s on one sequence of 131072 keys among 31 of 1024 (97.0%).
+ * Measured: (H200, 2026-11-25, docs/results/h200-l07d-2026-11-25) 3429 GB/s at the default
+ * shape, 94.5% of lesson 06's version 5 on the same values (version 2: 81.8%); 94.3% to 96.6% at
+ * block sizes 8 to 128; 4.33 TB/s at batch 32 and kv 8k (96.4%); 94.3% at batch 128 and kv 1k;
+ * 3.85 TB/s on one sequence of 131072 keys among 31 of 1024 (97.4% of lesson 06's version 6).
  *
  * Run: `./run 3`, `./run 3 --block-size 128`, `./run 3 --batch 32 --kv-seq 8192`.
  */

@@ -29,14 +29,14 @@
  * keys (2 and 8 waves of one-per-SM blocks) version 4 gains 5-7% over version 3, and at batch 1
  * to 8, one wave, about a microsecond.
  *
- * Measured: (H200, 2026-11-24, docs/results/h200-l07c-2026-11-24) 3436 GB/s at the default shape,
- * 95.9% of lesson 06's version 5 on the same values (version 3: 94.8%); batch 128 with 1k keys
- * 4.06 TB/s, 97.8% (version 3: 93.8%); batch 32 with 8k keys 4.37 TB/s, 99.7% (96.6%); dim 64
- * 95.0% (91.2%). In the peer run, at 1k keys: 0.41 TB/s at batch 1 (version 3: 0.29), 3.65 at
- * batch 32 (3.25); against cuDNN's paged graph 1.10x to 1.20x at 1k keys up to batch 32, 0.98x
- * to 1.00x at batch 128. A first form that passed the depth as a kernel argument measured 1-2%
+ * Measured: (H200, 2026-11-25, docs/results/h200-l07d-2026-11-25) 3429 GB/s at the default shape,
+ * 94.5% of lesson 06's version 5 on the same values, as version 3; batch 128 with 1k keys
+ * 4.14 TB/s, 98.4% (version 3: 94.3%); batch 32 with 8k keys 4.46 TB/s, 99.3% (96.4%); dim 64
+ * 94.0% (91.9%). In the peer run, at 1k keys: 0.41 TB/s at batch 1 (version 3: 0.28), 3.69 at
+ * batch 32 (3.28); against cuDNN's paged graph 1.07x to 1.19x at 1k keys up to batch 32, 0.99x
+ * to 1.01x at batch 128. A first form that passed the depth as a kernel argument measured 1-2%
  * slower than version 3 at batch 128 with 8k and 32k keys; with the depth a literal per kernel it
- * is 2-3% faster there.
+ * was 2-3% faster there (2026-11-24, docs/results/h200-l07c-2026-11-24).
  *
  * Run: `./run 4`, `./run 4 --batch 128 --kv-seq 1024`, `make diff-7 A=3 B=4`.
  */
