@@ -136,6 +136,97 @@ static __device__ __forceinline__ size_t fd_lrow(int b, int rt, int rr, int kvh,
   return ((size_t)b * heads + kvh * G + gr % G) * seq_q + gr / G;
 }
 
+/** The tile's scores, S = Q K^T for 16 rows x 16 keys (one of the loop's three steps): two n8
+ * tiles, FD_KS k-steps; @p sc holds zeros on entry. */
+static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const uint32_t qf[FD_KS][4],
+                                                    uint32_t sk, const uint32_t k_off[4]) {
+#pragma unroll
+  for (int ks = 0; ks < FD_KS; ++ks) {
+    uint32_t kb[4];
+    ldmatrix_x4(kb, sk + k_off[ks & 3] + (ks >> 2) * 128);
+    mma_bf16_16816(sc[0], qf[ks], kb[0], kb[1]);
+    mma_bf16_16816(sc[1], qf[ks], kb[2], kb[3]);
+  }
+}
+
+/** The online softmax of rows g and g + 8 over the tile's keys (the second step): keys past a
+ * row's limit @p lim masked to -inf, the scores scaled into base 2, m and l moved on, O rescaled
+ * by alpha = 2^(m_old - m_new); on return @p sc holds P. */
+static __device__ __forceinline__ void fd_softmax_update(float sc[2][4], float row_m[2],
+                                                         float row_l[2], float acc[FD_DT][4],
+                                                         const int lim[2], int key0, int t4,
+                                                         float scale_log2) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+        const int col = key0 + nt * 8 + t4 * 2 + (e & 1);
+        sc[nt][e] = col < lim[hf] ? sc[nt][e] * scale_log2 : -INFINITY;
+        mx = fmaxf(mx, sc[nt][e]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(row_m[hf], mx);
+    const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+    const float alpha = fast_exp2(row_m[hf] - m_use);
+    row_m[hf] = m_new;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+        const float p = fast_exp2(sc[nt][e] - m_use); /* 0 for a masked key */
+        sc[nt][e] = p;
+        sum += p;
+      }
+    row_l[hf] = row_l[hf] * alpha + sum;
+#pragma unroll
+    for (int dt = 0; dt < FD_DT; ++dt) acc[dt][2 * hf] *= alpha, acc[dt][2 * hf + 1] *= alpha;
+  }
+}
+
+/** O += P V (the third step): the two n8 tiles of P are one A fragment; V through
+ * ldmatrix.trans. */
+static __device__ __forceinline__ void fd_pv_accumulate(float acc[FD_DT][4], const float sc[2][4],
+                                                        uint32_t sv, const uint32_t v_off[4]) {
+  uint32_t pa[4];
+  pa[0] = pack_bf16x2(sc[0][0], sc[0][1]);
+  pa[1] = pack_bf16x2(sc[0][2], sc[0][3]);
+  pa[2] = pack_bf16x2(sc[1][0], sc[1][1]);
+  pa[3] = pack_bf16x2(sc[1][2], sc[1][3]);
+#pragma unroll
+  for (int dp = 0; dp < FD_DT / 2; ++dp) {
+    uint32_t vb[4];
+    ldmatrix_x4_trans(vb, sv + v_off[dp & 3] + (dp >> 2) * 128);
+    mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
+    mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
+  }
+}
+
+/** The warp's state into shared memory (after its last tile): m and l of its 16 rows into @p pm
+ * and @p pl (l summed over the quad), O unnormalised into its slice @p wstate, swizzled. */
+static __device__ __forceinline__ void fd_store_warp_state(float *pm, float *pl, float *wstate,
+                                                           const float row_m[2],
+                                                           const float row_l[2],
+                                                           const float acc[FD_DT][4], int g,
+                                                           int t4) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int rr = g + 8 * hf;
+    if (t4 == 0) pm[rr] = row_m[hf], pl[rr] = l;
+#pragma unroll
+    for (int dt = 0; dt < FD_DT; ++dt)
+      *(float2 *)&wstate[fd_sidx(rr, dt * 8 + t4 * 2)] =
+          make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
+  }
+}
+
 /* The loop on a whiteboard: lesson 06's version 6 (the G query heads x seq_q tokens of a KV head
  * as one 16-row Q tile on tensor cores, chunks by length, one launch) over a paged cache.
  *
@@ -285,77 +376,16 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     const int key0 = j0 + (warp + it * FD_WARPS) * FD_TK;
     const uint32_t sk = sw + (it % FD_STAGES) * 2 * FD_TILE_BYTES, sv = sk + FD_TILE_BYTES;
 
-    /* S = Q K^T for 16 rows x 16 keys: two n8 tiles, FD_KS k-steps. */
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-    for (int ks = 0; ks < FD_KS; ++ks) {
-      uint32_t kb[4];
-      ldmatrix_x4(kb, sk + k_off[ks & 3] + (ks >> 2) * 128);
-      mma_bf16_16816(sc[0], qf[ks], kb[0], kb[1]);
-      mma_bf16_16816(sc[1], qf[ks], kb[2], kb[3]);
-    }
-    /* Mask (keys past the row's limit), then the online softmax of rows g and g + 8. */
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-          const int col = key0 + nt * 8 + t4 * 2 + (e & 1);
-          sc[nt][e] = col < lim[hf] ? sc[nt][e] * scale_log2 : -INFINITY;
-          mx = fmaxf(mx, sc[nt][e]);
-        }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_m[hf], mx);
-      const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
-      const float alpha = fast_exp2(row_m[hf] - m_use);
-      row_m[hf] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-          const float p = fast_exp2(sc[nt][e] - m_use); /* 0 for a masked key */
-          sc[nt][e] = p;
-          sum += p;
-        }
-      row_l[hf] = row_l[hf] * alpha + sum;
-#pragma unroll
-      for (int dt = 0; dt < FD_DT; ++dt) acc[dt][2 * hf] *= alpha, acc[dt][2 * hf + 1] *= alpha;
-    }
-    /* O += P V: the two n8 tiles of P are one A fragment; V through ldmatrix.trans. */
-    uint32_t pa[4];
-    pa[0] = pack_bf16x2(sc[0][0], sc[0][1]);
-    pa[1] = pack_bf16x2(sc[0][2], sc[0][3]);
-    pa[2] = pack_bf16x2(sc[1][0], sc[1][1]);
-    pa[3] = pack_bf16x2(sc[1][2], sc[1][3]);
-#pragma unroll
-    for (int dp = 0; dp < FD_DT / 2; ++dp) {
-      uint32_t vb[4];
-      ldmatrix_x4_trans(vb, sv + v_off[dp & 3] + (dp >> 2) * 128);
-      mma_bf16_16816(acc[2 * dp], pa, vb[0], vb[1]);
-      mma_bf16_16816(acc[2 * dp + 1], pa, vb[2], vb[3]);
-    }
+    fd_qk_scores(sc, qf, sk, k_off);
+    fd_softmax_update(sc, row_m, row_l, acc, lim, key0, t4, scale_log2);
+    fd_pv_accumulate(acc, sc, sv, v_off);
     __syncwarp(); /* every lane is done with this buffer before it is refilled */
   }
   asm volatile("cp.async.wait_all;\n" ::); /* no copy may land on the state written below */
   __syncwarp();
 
-  /* The warp's state into its own slice: l summed over the quad, O unnormalised, swizzled. */
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    float l = row_l[hf];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int rr = g + 8 * hf;
-    if (t4 == 0) part_m[warp][rr] = row_m[hf], part_l[warp][rr] = l;
-#pragma unroll
-    for (int dt = 0; dt < FD_DT; ++dt)
-      *(float2 *)&wstate[fd_sidx(rr, dt * 8 + t4 * 2)] =
-          make_float2(acc[dt][2 * hf], acc[dt][2 * hf + 1]);
-  }
+  fd_store_warp_state(part_m[warp], part_l[warp], wstate, row_m, row_l, acc, g, t4);
   __syncthreads();
 
   /* The warps' states merged: a float4 of a live row per thread and step, the tile's n_live rows
