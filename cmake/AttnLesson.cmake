@@ -6,6 +6,8 @@
 #               DIMS 64 128                          #   -DHEAD_DIM=64 and -DHEAD_DIM=128
 #               HOST    cpu_model.c ...               # host C the launchers or tests need (optional)
 #               MAIN    main.c                        # the runnable program
+#               [USES   4 6]                          # earlier lessons whose interface (their
+#                                                     #   headers: <name>.h, *.cuh) this one includes
 #               [ARCHS  86]                           # CUDA architectures (default: ATTN_ARCHS)
 #               [HOPPER])                             # sm_90a only (ATTN_ARCHS_HOPPER); left out,
 #                                                     # with a message, when that list lacks 90a
@@ -16,8 +18,13 @@
 #   lesson-N        the program (bin/lesson-N); `make lesson-N` builds it and points ./run at it
 #
 # The lesson's folder is on the include path of whatever links attn_lNN, so tests include "<name>.h".
+# A later lesson that builds on an earlier one names it in USES: the earlier lesson's folder joins
+# its include path, and its sources include that lesson's headers by name (#include "ptx.cuh"),
+# never by a relative path into another lesson's folder. lessons/README.md lists those interfaces.
 
 set_property(GLOBAL PROPERTY ATTN_LESSON_OBJECT_LIBS "")
+# Lessons this configuration leaves out, as "N<TAB>why" lines (attn_write_left_out()).
+set_property(GLOBAL PROPERTY ATTN_LEFT_OUT "")
 # Object libraries a lesson adds beside its attn_lNN (lesson 09's sm_90a kernels): they go into
 # libattn_lessons too, but are no lesson of their own (no lesson-N program, no program tests).
 set_property(GLOBAL PROPERTY ATTN_EXTRA_OBJECT_LIBS "")
@@ -46,8 +53,23 @@ function(attn_head_dim_sources out)
   set(${out} ${gen_list} PARENT_SCOPE)
 endfunction()
 
+# The folder of lesson N (lessons/0N_name/), or a configure error naming what is there.
+function(attn_lesson_dir out n)
+  if(n LESS 10)
+    set(pattern "0${n}_*")
+  else()
+    set(pattern "${n}_*")
+  endif()
+  file(GLOB dirs LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/lessons/${pattern})
+  if(NOT dirs)
+    message(FATAL_ERROR "attn_lesson: USES ${n}: there is no lesson ${n} under lessons/")
+  endif()
+  list(GET dirs 0 dir)
+  set(${out} ${dir} PARENT_SCOPE)
+endfunction()
+
 function(attn_lesson)
-  cmake_parse_arguments(L "HOPPER" "NUMBER;MAIN" "KERNELS;DIM_KERNELS;DIMS;HOST;ARCHS" ${ARGN})
+  cmake_parse_arguments(L "HOPPER" "NUMBER;MAIN" "KERNELS;DIM_KERNELS;DIMS;HOST;ARCHS;USES" ${ARGN})
   if(NOT L_NUMBER OR NOT L_MAIN)
     message(FATAL_ERROR "attn_lesson: NUMBER and MAIN are required")
   endif()
@@ -58,8 +80,11 @@ function(attn_lesson)
   if(L_HOPPER)
     set(L_ARCHS "${ATTN_ARCHS_HOPPER}")
     if(NOT "90a" IN_LIST L_ARCHS AND NOT "90a-real" IN_LIST L_ARCHS)
-      message(STATUS "lesson ${L_NUMBER}: not built: it needs sm_90a, and ATTN_ARCHS_HOPPER is "
-                     "\"${ATTN_ARCHS_HOPPER}\" (make ARCH_HOPPER=90a)")
+      set(why "it needs sm_90a, and ATTN_ARCHS_HOPPER is \"${ATTN_ARCHS_HOPPER}\" (make ARCH_HOPPER=90a)")
+      message(STATUS "lesson ${L_NUMBER}: not built: ${why}")
+      # Recorded for `make lesson-N`, the documentation's command check and the README tests, which
+      # then say why instead of failing on a missing program (lessons-left-out.txt in the build).
+      set_property(GLOBAL APPEND PROPERTY ATTN_LEFT_OUT "${L_NUMBER}\t${why}")
       return()
     endif()
   endif()
@@ -74,6 +99,10 @@ function(attn_lesson)
   set(objlib attn_l${nn})
   add_library(${objlib} OBJECT ${L_KERNELS} ${dim_sources} ${L_HOST})
   target_include_directories(${objlib} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  foreach(used IN LISTS L_USES)
+    attn_lesson_dir(used_dir ${used})
+    target_include_directories(${objlib} PUBLIC ${used_dir})
+  endforeach()
   target_link_libraries(${objlib} PUBLIC attn_common)
   set_target_properties(${objlib} PROPERTIES CUDA_ARCHITECTURES "${L_ARCHS}")
   target_compile_options(${objlib} PRIVATE $<$<COMPILE_LANGUAGE:C>:${ATTN_C_WARNINGS}>)
@@ -85,6 +114,17 @@ function(attn_lesson)
   set_target_properties(lesson-${L_NUMBER} PROPERTIES LINKER_LANGUAGE CUDA CUDA_ARCHITECTURES "${L_ARCHS}")
 
   set_property(GLOBAL APPEND PROPERTY ATTN_LESSON_OBJECT_LIBS ${objlib})
+endfunction()
+
+# lessons-left-out.txt in the build folder: one "N<TAB>why" line per lesson this configuration
+# leaves out (none in the default build). Called once, after every lesson folder has been added.
+function(attn_write_left_out)
+  get_property(left GLOBAL PROPERTY ATTN_LEFT_OUT)
+  set(text "")
+  foreach(line IN LISTS left)
+    string(APPEND text "${line}\n")
+  endforeach()
+  file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/lessons-left-out.txt CONTENT "${text}")
 endfunction()
 
 # libattn_lessons: every lesson's launchers plus the harness, for tests, bench scripts (ctypes) and

@@ -1,0 +1,78 @@
+/**
+ * @file attn_causal.h
+ * @brief The bottom-right causal mask as tile bounds, written once for every kernel and host model.
+ *
+ * The course's mask aligns the last query with the last key (FlashAttention's rule when
+ * seq_q != seq_kv): query row i sees the keys j <= i + (seq_kv - seq_q). Every bound below follows
+ * from that one inequality and from the fact that a row sees a prefix of the keys:
+ *
+ *     keys row i sees          n(i) = clamp(i + seq_kv - seq_q + 1, 0, seq_kv)
+ *     KV tiles a Q tile visits  those holding a key its LAST row sees:   ceil(n(q0 + Br - 1) / Bc)
+ *     KV tiles it sees whole    those whose last key its FIRST row sees: floor(n(q0) / Bc)
+ *     first Q tile of a KV tile the tile of the first row that sees the KV tile's first key
+ *
+ * The functions are `static inline` C, usable from host C and, compiled by nvcc, from device code
+ * (ATTN_HD). The checklist's drills (lesson 04's l04_kv_tiles_visited(), lesson 09's
+ * l09_first_q_tile(), ...) are the reader's own versions of these; their tests compare the two.
+ */
+#ifndef ATTN_CAUSAL_H
+#define ATTN_CAUSAL_H
+
+/** The functions' qualifiers: host and device, always inlined, under nvcc; `inline` in C. */
+#ifdef __CUDACC__
+#define ATTN_HD __host__ __device__ __forceinline__
+#else
+#define ATTN_HD inline
+#endif
+
+/** Keys query row @p i sees: all @p seq_kv, or under the causal mask j <= i + seq_kv - seq_q
+ *  (0 when that is negative). In int arithmetic, as the kernels' index maths: the lengths the
+ *  course runs keep i + seq_kv far below 2^31. */
+static ATTN_HD int attn_keys_seen(int i, int seq_q, int seq_kv, int causal) {
+  if (!causal) return seq_kv;
+  const int n = i + seq_kv - seq_q + 1;
+  return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
+}
+
+/** KV tiles of @p bc keys, from tile 0, that the Q tile of rows [q0, q0 + br) must visit: the
+ *  keys its last real row sees, rounded up to whole tiles. */
+static ATTN_HD int attn_kv_tiles_visited(int q0, int br, int seq_q, int seq_kv, int bc,
+                                         int causal) {
+  const int last_row = (q0 + br < seq_q ? q0 + br : seq_q) - 1;
+  const int n = attn_keys_seen(last_row, seq_q, seq_kv, causal);
+  return (int)(((long long)n + bc - 1) / bc);
+}
+
+/** KV tiles, from tile 0, that every row of the Q tile starting at @p q0 sees whole (no mask
+ *  needed): the whole tiles among the keys its first row sees. */
+static ATTN_HD int attn_kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int bc, int causal) {
+  return attn_keys_seen(q0, seq_q, seq_kv, causal) / bc;
+}
+
+/** Q tiles of @p br rows over @p seq_q rows. */
+static ATTN_HD int attn_q_tiles(int br, int seq_q) {
+  return (int)(((long long)seq_q + br - 1) / br);
+}
+
+/** The first Q tile of @p br rows with a row that sees key @p j0 (the KV-outer walk of the
+ *  backward pass starts there); attn_q_tiles() when no row sees it. */
+static ATTN_HD int attn_first_q_tile(int j0, int br, int seq_q, int seq_kv, int causal) {
+  if (!causal) return 0;
+  const long long row = (long long)j0 - ((long long)seq_kv - seq_q); /* first row that sees j0 */
+  if (row <= 0) return 0;
+  return row >= seq_q ? attn_q_tiles(br, seq_q) : (int)(row / br);
+}
+
+/** The first Q tile of @p br rows whose every row sees every key of the KV tile
+ *  [j0, j0 + bc) (clipped to seq_kv): from there on the tile needs no mask. */
+static ATTN_HD int attn_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv,
+                                              int causal) {
+  if (!causal) return 0;
+  const long long last = ((long long)j0 + bc < seq_kv ? (long long)j0 + bc : seq_kv) - 1;
+  const long long row = last - ((long long)seq_kv - seq_q); /* first row that sees them all */
+  const long long t = row <= 0 ? 0 : (row + br - 1) / br;   /* that row's tile or the next */
+  const int n = attn_q_tiles(br, seq_q);
+  return t < n ? (int)t : n;
+}
+
+#endif /* ATTN_CAUSAL_H */
