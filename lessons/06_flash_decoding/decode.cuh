@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "attn_causal.h"
 #include "attn_cuda.cuh"
 #include "flash_decoding.h"
 
@@ -183,15 +184,6 @@ static __device__ __forceinline__ void fd_row(const attn_bf16 *__restrict__ qr,
     *o_d = ll > 0.f ? oo / ll : 0.f;
     *lse = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
   }
-}
-
-/** Keys query row @p i sees: all @p seq_kv, or under the bottom-right causal mask the keys
- * j <= i + seq_kv - seq_q (0 when that is negative). attn_keys_seen() (attn_causal.h) is the same
- * bound in 64-bit arithmetic, which changes the kernels' machine code: hence this int copy. */
-static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, int causal) {
-  if (!causal) return seq_kv;
-  const int n = i + seq_kv - seq_q + 1;
-  return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
 }
 
 #endif /* L06_DECODE_CUH */

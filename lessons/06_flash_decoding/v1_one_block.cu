@@ -85,8 +85,8 @@ static __global__ void __launch_bounds__(L06_THREADS)
   const attn_bf16 *vg = v + (size_t)b * seq_kv * kv_stride + (size_t)g * HEAD_DIM;
 
   float o_d, lse_r;
-  fd_row(q + r * HEAD_DIM, kg, vg, kv_stride, 0, fd_visible(i, seq_q, seq_kv, causal), scale, &o_d,
-         &lse_r);
+  fd_row(q + r * HEAD_DIM, kg, vg, kv_stride, 0, attn_keys_seen(i, seq_q, seq_kv, causal), scale,
+         &o_d, &lse_r);
   if (threadIdx.x < HEAD_DIM) {
     o[r * HEAD_DIM + threadIdx.x] = __float2bfloat16(o_d);
     if (threadIdx.x == 0) lse[((size_t)b * heads + h) * seq_q + i] = lse_r;

@@ -105,7 +105,7 @@ static __global__ void __launch_bounds__(L06_THREADS)
   const attn_bf16 *vg = v + (size_t)b * seq_kv * kv_stride + (size_t)g * HEAD_DIM;
 
   /* This chunk's keys, clipped to the row's window: possibly none. */
-  const int n = fd_visible(i, seq_q, seq_kv, causal);
+  const int n = attn_keys_seen(i, seq_q, seq_kv, causal);
   const long long c0 = (long long)s * chunk, c1 = c0 + chunk;
   const int j0 = (int)(c0 < n ? c0 : n), j1 = (int)(c1 < n ? c1 : n);
 

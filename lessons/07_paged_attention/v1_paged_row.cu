@@ -186,7 +186,7 @@ static __global__ void __launch_bounds__(L06_THREADS)
   float o_d, lse_r;
   pr_row(q + r * HEAD_DIM, k + (size_t)g * HEAD_DIM, v + (size_t)g * HEAD_DIM, kv_stride,
          block_table + (size_t)b * max_blocks, block_size, 0,
-         fd_visible(i, seq_q, seq_lens[b], causal), scale, &o_d, &lse_r);
+         attn_keys_seen(i, seq_q, seq_lens[b], causal), scale, &o_d, &lse_r);
   if (threadIdx.x < HEAD_DIM) {
     o[r * HEAD_DIM + threadIdx.x] = __float2bfloat16(o_d);
     if (threadIdx.x == 0) lse[((size_t)b * heads + h) * seq_q + i] = lse_r;

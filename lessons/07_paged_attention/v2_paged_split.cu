@@ -40,6 +40,7 @@
 #include <limits.h>
 #include <math.h>
 
+#include "attn_causal.h"
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
 #include "paged_attention.h"
@@ -103,15 +104,6 @@ static __device__ __forceinline__ void fd_load_tile(uint32_t sk, uint32_t sv, co
 /** Wait until at most FD_STAGES - 1 of this thread's cp.async groups are in flight. */
 static __device__ __forceinline__ void fd_wait_stages(void) {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(FD_STAGES - 1));
-}
-
-/** Keys query token @p i sees: all @p seq_kv, or under the bottom-right causal mask the keys
- * j <= i + seq_kv - seq_q (0 when that is negative). attn_keys_seen() (attn_causal.h) is the same
- * bound in 64-bit arithmetic, which changes the kernels' machine code: hence this int copy. */
-static __device__ __forceinline__ int fd_visible(int i, int seq_q, int seq_kv, int causal) {
-  if (!causal) return seq_kv;
-  const int n = i + seq_kv - seq_q + 1;
-  return n < 0 ? 0 : (n > seq_kv ? seq_kv : n);
 }
 
 /** Float index of column @p c of row @p rr in a warp's fp32 16 x dim state: row-major, the groups
@@ -312,14 +304,14 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
 
   /* The keys of this chunk that any row of the tile sees; row g and g + 8 each see up to lim[]. */
   const int last_i = min(seq_q - 1, (rt * 16 + 15) / G);
-  const int n_any = fd_visible(last_i, seq_q, len_b, causal);
+  const int n_any = attn_keys_seen(last_i, seq_q, len_b, causal);
   const long long c0 = (long long)s * chunk;
   const int j0 = (int)min((long long)n_any, c0), j1 = (int)min((long long)n_any, c0 + chunk);
   int lim[2];
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     const int gr = rt * 16 + g + 8 * hf;
-    lim[hf] = gr < R ? min(j1, fd_visible(gr / G, seq_q, len_b, causal)) : 0;
+    lim[hf] = gr < R ? min(j1, attn_keys_seen(gr / G, seq_q, len_b, causal)) : 0;
   }
 
   /* This warp's tiles: t = warp, warp + FD_WARPS, ... of the chunk's n_tiles. The first
