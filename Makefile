@@ -4,7 +4,8 @@
 #   make test                     build everything, run every test (GPU suites skip without a GPU)
 #
 # ARCH=86 (or "80;90") overrides the CUDA architectures of every lesson but 05;
-# ARCH_HOPPER=90a those of lesson 05. BUILD=Debug adds -G to device code.
+# ARCH_HOPPER=90a those of lesson 05 and lesson 09's versions 6-7 (ARCH_HOPPER=none leaves them
+# out). BUILD=Debug adds -G to device code.
 
 BUILD_DIR ?= build
 BUILD     ?= Release
@@ -29,7 +30,8 @@ LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMa
 help:
 	@echo "Targets:"
 	@echo "  make lesson-N        build lesson N (1..$(LAST_LESSON)) and point ./run at it; then ./run --help"
-	@echo "  make diff-N A=2 B=3  show what lesson N's version B changes from version A (the lesson)"
+	@echo "  make diff-N A=2 B=3  show what lesson N's version B changes from version A (the lesson);"
+	@echo "                       whitespace ignored, the files' header comments left out (HEADER=1 keeps them)"
 	@echo "  make test           build everything and run every test with ctest"
 	@echo "  make drill-N        build lesson N's checklist against your drills/ file and run it"
 	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
@@ -40,7 +42,7 @@ help:
 	@echo "  make format-check   list the sources clang-format would change (CI)"
 	@echo "  make all            build everything"
 	@echo "  make clean          remove $(BUILD_DIR)/ and ./run"
-	@echo "Variables: ARCH=\"80;90\"  ARCH_HOPPER=90a  BUILD=Debug|Release  BUILD_DIR=build  JOBS=N"
+	@echo "Variables: ARCH=\"80;90\"  ARCH_HOPPER=90a|none  BUILD=Debug|Release  BUILD_DIR=build  JOBS=N"
 	@echo "Lessons present: $(LESSONS)"
 
 # Configure when the build directory is new, or when ARCH/BUILD are given (cheap when unchanged).
@@ -58,12 +60,16 @@ lesson-%: FORCE
 	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
 	if [ -z "$$dir" ] || [ ! -f "$${dir}CMakeLists.txt" ]; then \
 	  echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)" >&2; exit 2; fi; \
-	$(MAKE) --no-print-directory configure && \
+	$(MAKE) --no-print-directory configure || exit $$?; \
+	why=$$(awk -F'\t' -v n=$$n '$$1 == n { print $$2 }' $(BUILD_DIR)/lessons-left-out.txt 2>/dev/null); \
+	if [ -n "$$why" ]; then echo "lesson $$n is not in this build: $$why" >&2; exit 2; fi; \
 	$(CMAKE) --build $(BUILD_DIR) --target lesson-$$n -j $(JOBS) && \
 	ln -sfn $(BUILD_DIR)/bin/lesson-$$n run && echo "./run -> $(BUILD_DIR)/bin/lesson-$$n"
 
 # diff-N A=2 B=3: the version files vA_*.cu and vB_*.cu of lesson N, unified diff. B alone means
-# A=B-1.
+# A=B-1. Whitespace is ignored, and each file's header comment (what changed, why, prediction,
+# measured, run) is blanked out, so the diff shows the code's one idea with its true line numbers;
+# HEADER=1 keeps the headers.
 diff-%: FORCE
 	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make diff-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
 	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
@@ -78,7 +84,19 @@ diff-%: FORCE
 	  if [ -z "$${pair#*:}" ]; then \
 	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_*.cu | tr '\n' ' ')" >&2; exit 2; fi; \
 	done; \
-	echo "diff -u $$fa $$fb"; diff -u "$$fa" "$$fb"; rc=$$?; [ $$rc -le 1 ]
+	if [ -n "$(HEADER)" ]; then \
+	  echo "diff -u -w $$fa $$fb"; diff -u -w "$$fa" "$$fb"; rc=$$?; \
+	else \
+	  tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	  for f in "$$fa" "$$fb"; do \
+	    awk 'NR == 1 && /^\/\/ clang-format off/ { skip = "on" } NR == 1 && /^\/\*/ { skip = "end" } \
+	         skip == "on" { print ""; if (/^\/\/ clang-format on/) skip = ""; next } \
+	         skip == "end" { print ""; if (/\*\//) skip = ""; next } { print }' "$$f" \
+	      >"$$tmp/$$(basename $$f)"; \
+	  done; \
+	  echo "diff -u -w -B $$fa $$fb   (header comments left out: HEADER=1 shows them)"; \
+	  diff -u -w -B --label "$$fa" --label "$$fb" "$$tmp/$$(basename $$fa)" "$$tmp/$$(basename $$fb)"; rc=$$?; \
+	fi; [ $$rc -le 1 ]
 
 test: configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)

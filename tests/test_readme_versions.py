@@ -90,11 +90,22 @@ def header_problems(folder):
 def main():
     src, build = sys.argv[1], sys.argv[2]
     bad = 0
+    # Lessons this build leaves out on purpose (lesson 05 without sm_90a): their headers are still
+    # checked, their program is not there to ask.
+    left_out = {}
+    try:
+        with open(os.path.join(build, "lessons-left-out.txt"), encoding="utf-8") as fh:
+            for line in fh:
+                n, _, why = line.rstrip("\n").partition("\t")
+                if n.isdigit():
+                    left_out[int(n)] = why
+    except FileNotFoundError:
+        pass
     lessons = sorted(glob.glob(os.path.join(src, "lessons", "[0-9][0-9]_*")))
     for folder in lessons:
         n = int(os.path.basename(folder)[:2])
         binary = os.path.join(build, "bin", f"lesson-{n}")
-        if not os.path.exists(binary):
+        if not os.path.exists(binary) and n not in left_out:
             print(f"FAIL lesson {n}: {binary} is not built")
             bad += 1
             continue
@@ -106,6 +117,10 @@ def main():
                 print(f"       {p}")
         else:
             print(f"ok   lesson {n}: {count} version files open with the header template")
+        if n in left_out:
+            print(f"skip lesson {n}: README's versions not compared: the lesson is not in this "
+                  f"build ({left_out[n]})")
+            continue
         want = program_versions(binary)
         have = readme_versions(os.path.join(folder, "README.md"))
         if want == have:
