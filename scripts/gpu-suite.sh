@@ -14,6 +14,8 @@
 #                    synccheck)
 #   SAN_TOOLS="racecheck"  the sanitizer tools of phase sanitize (default: memcheck racecheck
 #                    synccheck), so that a long phase can be split over several calls
+#   RUNS=gpu-runs-4gpu.txt  the file of extra runs read in each lesson's folder (default
+#                    gpu-runs.txt; a lesson without that file runs its default shape alone)
 #
 # Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
 # so that it can be copied there as it is and read by scripts/results-tables.py:
@@ -92,11 +94,11 @@ if has lessons; then
     [ -x "$bin" ] || { echo "lesson-$n: not built" | tee -a "$LOG"; status=1; continue; }
     dir=$(ls -d lessons/0${n}_*/ | head -n 1)
     runs=("")
-    if [ -f "$dir/gpu-runs.txt" ]; then
+    if [ -f "$dir/${RUNS:-gpu-runs.txt}" ]; then
       while IFS= read -r line; do
         case "$line" in ''|'#'*) continue;; esac
         runs+=("$line")
-      done <"$dir/gpu-runs.txt"
+      done <"$dir/${RUNS:-gpu-runs.txt}"
     fi
     for args in "${runs[@]}"; do
       say "lesson-$n $args"
