@@ -156,7 +156,7 @@ typedef struct attn_result {
 
 /** A lesson. */
 typedef struct attn_lesson {
-  int number;                   /**< 1..7 */
+  int number;                   /**< the lesson's number, as in its folder lessons/NN_name/ */
   const char *title;            /**< one line */
   const attn_version *versions; /**< the table, in teaching order */
   int n_versions;               /**< its length */
