@@ -233,7 +233,7 @@ class Archive:
     def _read_smi(self):
         path = os.path.join(self.folder, "nvidia-smi.txt")
         if not os.path.exists(path):
-            return None
+            return self._smi_from_log()
         info = {}
         with open(path, errors="replace") as f:
             for line in f:
@@ -245,6 +245,27 @@ class Archive:
                     info["nvcc"] = m.group(2)
         return {"product": info.get("Product Name"), "driver": info.get("Driver Version"),
                 "cuda": info.get("CUDA Version"), "nvcc": info.get("nvcc")}
+
+    def _smi_from_log(self):
+        """The GPU's name, driver and nvcc from the lines every gpu-suite.log opens with
+        (`nvidia-smi --query-gpu=name,driver_version,...` and `nvcc --version`), for a folder
+        without nvidia-smi.txt; None without a log."""
+        path = os.path.join(self.folder, "gpu-suite.log")
+        if not os.path.exists(path):
+            return None
+        info = {}
+        with open(path, errors="replace") as f:
+            head = [next(f, "") for _ in range(40)]
+        for i, line in enumerate(head):
+            if line.startswith("name, driver_version") and i + 1 < len(head):
+                name, driver = [x.strip() for x in head[i + 1].split(",")[:2]]
+                info.setdefault("product", name)
+                info.setdefault("driver", driver)
+            m = re.search(r"release ([\d.]+), V([\d.]+)", line)
+            if m:
+                info.setdefault("nvcc", m.group(2))
+        return {"product": info.get("product"), "driver": info.get("driver"), "cuda": None,
+                "nvcc": info.get("nvcc")}
 
     # -- lookups
     def rows(self, lesson, version=None, timed=False, **shape):
