@@ -316,8 +316,8 @@ static int cpu_part(const attn_options *o) {
  * (sequence, KV head), as cpu_part's byte floor), timed as the versions were, next to the fastest
  * version timed here. One line that scripts/results-tables.py parses out of gpu-suite.log:
  *   read floor: a plain read of the same 134.2 MB of K + V (16-byte loads, 1056 blocks of 512
- *   threads): 32.80 us, 4091 GB/s (85.0% of HBM); the fastest version here, 5 one-launch, takes
- *   38.70 us, 84.8% of the floor's rate
+ *   threads): 33.44 us, 4014 GB/s (83.4% of HBM); the fastest version here, 5 one-launch, takes
+ *   37.62 us, 88.9% of the floor's rate
  * (on one line), or "read floor: not measured: <why>". Nothing when no version was timed.
  * @p blank_first: print an empty line first (no line above it separates it from the table). */
 static int read_floor_line(const attn_options *o, const attn_device *dev, const attn_result *r,
