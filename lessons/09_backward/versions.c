@@ -28,7 +28,7 @@
 /** The tolerances, earned, not guessed. On the harness's inputs (uniform in [-0.75, 1.25): not
  * centred) PyTorch's flash and cuDNN backwards miss the fp64 dQ by 1.1e-2 at seq 1024 and 2.1e-2
  * at seq 4096 in relative L2, and dK and dV by under 2e-3 (bench/lesson09_peers.py
- * --accuracy-only, archived in docs/results/h200-l09-2026-11-24). The dQ error comes from
+ * --accuracy-only, archived in docs/results/h200-l09c-2026-11-25). The dQ error comes from
  * D = dO . O computed from the bf16-rounded O, as versions 2-5 also do: each row's error in D
  * multiplies sum_j P_j K_j, the row's average key, which does not cancel, while the true dQ shrinks
  * like 1 / sqrt(seq_kv) as the row averages more keys. So the relative error grows like
