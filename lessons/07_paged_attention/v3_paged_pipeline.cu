@@ -286,6 +286,81 @@ static __device__ __forceinline__ void fd_store_warp_state(float *pm, float *pl,
   }
 }
 
+/** The keys of chunk @p s (keys [s chunk, (s + 1) chunk)) that any row of row tile @p rt sees,
+ * [*j0, *j1), and lim[hf], the end of what row g + 8 hf of the tile sees (0 past the R rows). */
+static __device__ __forceinline__ void fd_chunk_bounds(int *j0, int *j1, int lim[2], int s,
+                                                       int chunk, int rt, int g, int G, int R,
+                                                       int seq_q, int seq_kv, int causal) {
+  const int last_i = min(seq_q - 1, (rt * 16 + 15) / G);
+  const int n_any = attn_keys_seen(last_i, seq_q, seq_kv, causal);
+  const long long c0 = (long long)s * chunk;
+  *j0 = (int)min((long long)n_any, c0), *j1 = (int)min((long long)n_any, c0 + chunk);
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int gr = rt * 16 + g + 8 * hf;
+    lim[hf] = gr < R ? min(*j1, attn_keys_seen(gr / G, seq_q, seq_kv, causal)) : 0;
+  }
+}
+
+/** ldmatrix row addresses (lesson 04's) of this lane: Q as the A operand, K as B of S, V (.trans)
+ * as B of PV; entry i serves 16-byte chunks 2i and 2i + 1 of a row. */
+static __device__ __forceinline__ void fd_ldmatrix_offsets(uint32_t q_off[4], uint32_t k_off[4],
+                                                           uint32_t v_off[4], int lane) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    q_off[i] = fd_off(lane & 15, 2 * i + (lane >> 4));
+    k_off[i] = fd_off((lane & 7) + ((lane >> 4) << 3), 2 * i + ((lane >> 3) & 1));
+    v_off[i] = fd_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
+  }
+}
+
+/** Columns 4 c4 .. 4 c4 + 3 of tile row @p rr merged over the FD_WARPS warps' states (m and l in
+ * @p pm and @p pl, O in each warp's slice, warp w's at @p slices + w * @p slice_bytes): returns
+ * O / l, and the natural-log log-sum-exp in @p lse_r (a row that saw no key: O = 0, -inf). */
+static __device__ __forceinline__ float4 fd_merge_warps(const float (*pm)[16],
+                                                        const float (*pl)[16],
+                                                        const unsigned char *slices,
+                                                        int slice_bytes, int rr, int c4,
+                                                        float *lse_r) {
+  float mm = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, pm[w][rr]);
+  const float mu = mm == -INFINITY ? 0.f : mm;
+  float4 y4 = make_float4(0.f, 0.f, 0.f, 0.f);
+  float ll = 0.f;
+#pragma unroll
+  for (int w = 0; w < FD_WARPS; ++w) {
+    const float wt = fast_exp2(pm[w][rr] - mu);
+    const float *ws = (const float *)(slices + w * slice_bytes);
+    const float4 y = *(const float4 *)&ws[fd_sidx(rr, c4 * 4)];
+    ll += wt * pl[w][rr];
+    y4.x += wt * y.x, y4.y += wt * y.y, y4.z += wt * y.z, y4.w += wt * y.w;
+  }
+  const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
+  *lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
+  y4.x *= inv, y4.y *= inv, y4.z *= inv, y4.w *= inv;
+  return y4;
+}
+
+/** Counts the block's chunk in on the counter of sequence @p b's unit @p u; true in the block that
+ * brings the count to @p splits, which sets it back to 0 for the next call and, past the second
+ * fence, sees every other chunk's partial state. @p last: a flag in shared memory, thread 0's
+ * answer to the block. Every thread of the block calls it (it has barriers). */
+static __device__ __forceinline__ int fd_last_block(int *last, int *count, int b, int units, int u,
+                                                    int splits) {
+  __threadfence(); /* my partial state is visible to every block before I am counted */
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int *cnt = &count[(size_t)b * units + u]; /* this sequence's chunks of unit u */
+    *last = atomicAdd(cnt, 1) == splits - 1;
+    if (*last) *cnt = 0; /* every chunk is in: ready for the next call */
+  }
+  __syncthreads();
+  if (!*last) return 0;
+  __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
+  return 1;
+}
+
 /* The loop on a whiteboard: lesson 06's version 6 (the G query heads x seq_q tokens of a KV head
  * as one 16-row Q tile on tensor cores, chunks by length, one launch) over a paged cache.
  *
@@ -376,16 +451,8 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
   gm.lt = 5 - gm.le;
 
   /* The keys of this chunk that any row of the tile sees; row g and g + 8 each see up to lim[]. */
-  const int last_i = min(seq_q - 1, (rt * 16 + 15) / G);
-  const int n_any = attn_keys_seen(last_i, seq_q, len_b, causal);
-  const long long c0 = (long long)s * chunk;
-  const int j0 = (int)min((long long)n_any, c0), j1 = (int)min((long long)n_any, c0 + chunk);
-  int lim[2];
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int gr = rt * 16 + g + 8 * hf;
-    lim[hf] = gr < R ? min(j1, attn_keys_seen(gr / G, seq_q, len_b, causal)) : 0;
-  }
+  int j0, j1, lim[2];
+  fd_chunk_bounds(&j0, &j1, lim, s, chunk, rt, g, G, R, seq_q, len_b, causal);
 
   /* This warp's tiles: t = warp, warp + FD_WARPS, ... of the chunk's n_tiles. The table entries
    * of its first two batches are requested together (one latency for both), then the copies of
@@ -416,15 +483,8 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     st_shared_v4(sq + fd_off(rr, c), x);
   }
 
-  /* ldmatrix row addresses (lesson 04's): Q as the A operand, K as B of S, V (.trans) as B of PV.
-   */
-  uint32_t q_off[4], k_off[4], v_off[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    q_off[i] = fd_off(lane & 15, 2 * i + (lane >> 4));
-    k_off[i] = fd_off((lane & 7) + ((lane >> 4) << 3), 2 * i + ((lane >> 3) & 1));
-    v_off[i] = fd_off((lane & 7) + (((lane >> 3) & 1) << 3), 2 * i + (lane >> 4));
-  }
+  uint32_t q_off[4], k_off[4], v_off[4]; /* ldmatrix row addresses */
+  fd_ldmatrix_offsets(q_off, k_off, v_off, lane);
   __syncthreads(); /* the Q tile is in place */
   uint32_t qf[FD_KS][4];
 #pragma unroll
@@ -467,23 +527,9 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
   const int n_live = min(16, R - rt * 16);
   for (int e = threadIdx.x; e < n_live * FD_C4; e += L06_THREADS) {
     const int rr = e / FD_C4, c4 = e % FD_C4;
-    float mm = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < FD_WARPS; ++w) mm = fmaxf(mm, part_m[w][rr]);
-    const float mu = mm == -INFINITY ? 0.f : mm;
-    float4 y4 = make_float4(0.f, 0.f, 0.f, 0.f);
-    float ll = 0.f;
-#pragma unroll
-    for (int w = 0; w < FD_WARPS; ++w) {
-      const float wt = fast_exp2(part_m[w][rr] - mu);
-      const float *ws = (const float *)(smem + FD_TILE_BYTES + w * FD_WARP_BYTES);
-      const float4 y = *(const float4 *)&ws[fd_sidx(rr, c4 * 4)];
-      ll += wt * part_l[w][rr];
-      y4.x += wt * y.x, y4.y += wt * y.y, y4.z += wt * y.z, y4.w += wt * y.w;
-    }
-    const float inv = ll > 0.f ? 1.f / ll : 0.f; /* a row that saw no key: O = 0 */
-    const float lse_r = ll > 0.f ? (mm + log2f(ll)) * FD_LN2 : -INFINITY;
-    y4.x *= inv, y4.y *= inv, y4.z *= inv, y4.w *= inv;
+    float lse_r;
+    const float4 y4 =
+        fd_merge_warps(part_m, part_l, smem + FD_TILE_BYTES, FD_WARP_BYTES, rr, c4, &lse_r);
     const size_t r = fd_orow(b, rt, rr, kvh, G, seq_q, heads);
     if (splits == 1) {
       *(uint2 *)(o + r * HEAD_DIM + c4 * 4) =
@@ -499,16 +545,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
 
   /* Count this chunk in; the last of the unit's chunks merges them all. */
   __shared__ int last;
-  __threadfence(); /* my partial state is visible to every block before I am counted */
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int *cnt = &count[(size_t)b * units + u]; /* this sequence's chunks of unit u */
-    last = atomicAdd(cnt, 1) == splits - 1;
-    if (last) *cnt = 0; /* every chunk is in: ready for the next call */
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
+  if (!fd_last_block(&last, count, b, units, u, splits)) return;
 
   /* The merge: every float4 of the live rows, each thread its own, over the unit's chunks FD_MERGE
    * at a time, all their loads in flight at once: lesson 02's online softmax with chunks for keys.
