@@ -24,7 +24,6 @@ of bench/peer_timing.py (the GEMM: rows = M, cols = N, dim = K); --csv FILE keep
 import argparse
 import ctypes
 import os
-import statistics
 import sys
 
 import torch

@@ -27,7 +27,15 @@ and exits 0 with nothing measured.
 
 The FP8 version (dim 128 only) runs twice: as the harness times it, converting Q, K and V first
 (its `vN-fp8-e4m3` row), and its kernel alone on tensors converted before the timing
-(`fp8-kernel-only`); its output is checked against flash's with the FP8 tolerance.
+(`fp8-kernel-only`); its output is checked against flash's with the FP8 tolerance. Beside it,
+cuDNN's FP8 attention (`cudnn-fp8`, the nvidia-cudnn-frontend graph, from .peers/ when it is not
+installed: bench/cudnn_peer.py) on the same e4m3 values and per-tensor scales, timed alone as the
+lesson's kernel is; without the frontend its rows are errors saying why.
+
+Every output is also checked against a float64 reference on sampled rows (the first and last
+batch and head, 33 rows spread over the sequence, from the bf16 inputs): its largest error and
+relative L2 error go into accuracy-lesson05.csv beside peers-lesson05.csv (--out), one row per
+implementation and shape, and the FP8 table at the end prints them.
 
 Prints one line per measurement (`l05 impl=... dim=... causal=... seq=... ms=... tflops=...`),
 then a table with the best bf16 lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's
@@ -37,6 +45,7 @@ With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson05.
 of bench/peer_timing.py; --csv FILE keeps its own short format.
 """
 import argparse
+import csv as csv_module
 import ctypes
 import os
 import sys
@@ -45,6 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from cudnn_peer import cudnn_handle, default_picks, fp8_inputs, fp8_sdpa, fp64_rows, row_errors
 from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 # Lesson 04's version timed beside lesson 05's: its fastest, the kernel lesson 05 starts from.
@@ -55,6 +65,11 @@ FP8_KERNEL = "fp8-kernel-only"
 # by up to 2^-4 of themselves; an output row can be as close to one V row as the softmax allows,
 # so its error is bounded by about 2^-3 of the largest |V|.
 FP8_REL_TO_VMAX = 2.0 ** -3
+# cuDNN's FP8 output is e4m3 too on Hopper: one more rounding of up to 2^-4 of |O| <= max |V|.
+CUDNN_FP8_REL_TO_VMAX = 2.0 ** -3 + 2.0 ** -4
+CUDNN_FP8 = "cudnn-fp8"
+# The columns of accuracy-lesson05.csv: each implementation's error against float64 on sampled rows.
+ACCURACY_COLUMNS = ["impl", "dim", "causal", "seq", "batch", "heads", "rows", "max_abs", "rel_l2"]
 
 
 def load_lib(path):
@@ -130,8 +145,12 @@ def main():
           f"cuDNN {torch.backends.cudnn.version()}; bf16; "
           + (f"batch {a.batch or '16384 / seq'}, heads {a.heads or '2048 / dim'}"
              if a.batch or a.heads else "tokens 16384, hidden 2048"))
+    fe, handle, fe_note = cudnn_handle(root)
+    print(f"cuDNN FP8 peer: {fe_note}" if fe is not None else
+          f"cuDNN FP8 peer: UNAVAILABLE, its rows are errors: {fe_note}", flush=True)
     flush = L2Flush()
     out = PeerCsv(5, peers_out_dir(a.out))
+    accuracy = []
     out.set_common(iters=a.iters, **software(dev))
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     vnames = [f"v{v}-{names[v]}" for v in versions]
@@ -196,25 +215,51 @@ def main():
                             raise RuntimeError(f"l05_fp8_attention returned CUDA error {err}")
                     impls[FP8_KERNEL] = fp8_kernel
                     ours.add(FP8_KERNEL)
+                    # cuDNN's FP8 attention on the same e4m3 values, built once per shape
+                    cudnn_out = None
+                    try:
+                        if fe is None:
+                            raise RuntimeError(fe_note)
+                        (q8, k8, v8), descales = fp8_inputs(q, k, v)
+                        impls[CUDNN_FP8], cudnn_out, _ = fp8_sdpa(
+                            fe, handle, q8, k8, v8, descales, vmax, causal, dim ** -0.5)
+                    except Exception as e:
+                        err = f"{type(e).__name__}: {e}".replace("\n", " ")
 
+                        def cudnn_fp8_refused(err=err):
+                            raise RuntimeError(err)
+                        impls[CUDNN_FP8] = cudnn_fp8_refused
+
+                picks = default_picks(batch, heads, seq)
+                ref64 = fp64_rows(q, k, v, causal, dim ** -0.5, picks)
                 res = {}
                 shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
                              seq_kv=seq, dim=dim, causal=causal)
                 what = "attention forward, causal counted as half the pairs"
                 for name, fn in impls.items():
                     try:
-                        fn()
+                        got = fn()
                         torch.cuda.synchronize()
                         note, diff, check = "", None, ""
-                        if name in ours:
-                            diff = (o.float() - ref).abs().max().item()
+                        if name in ours or name == CUDNN_FP8:
+                            got = o.float() if name in ours else cudnn_out()
+                            diff = (got - ref).abs().max().item()
                             note = f" max_abs_vs_flash={diff:.2e}"
                             check = "ok"
-                            tol = FP8_REL_TO_VMAX * vmax if "fp8" in name else 2e-2
+                            tol = (CUDNN_FP8_REL_TO_VMAX * vmax if name == CUDNN_FP8 else
+                                   FP8_REL_TO_VMAX * vmax if "fp8" in name else 2e-2)
                             if not diff < tol:
-                                status = 1
+                                status = 1 if name in ours else status
                                 note += " MISMATCH"
                                 check = "MISMATCH"
+                        else:
+                            got = got.transpose(1, 2)  # SDPA's [batch, heads, seq, dim] view
+                        worst, rel = row_errors(got, picks, ref64)
+                        note += f" vs_fp64 max_abs={worst:.2e} rel_l2={rel:.2e}"
+                        accuracy.append(dict(impl=name, dim=dim, causal=causal, seq=seq,
+                                             batch=batch, heads=heads,
+                                             rows=sum(len(r) for _, _, r in picks),
+                                             max_abs=f"{worst:.3e}", rel_l2=f"{rel:.3e}"))
                         ms, best = timings(fn, flush, a.iters, a.warmup)
                         res[name] = flops / (ms * 1e-3) / 1e12
                         print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
@@ -230,8 +275,16 @@ def main():
                         out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
                                 **shape)
                 rows.append((dim, causal, seq, batch, heads, res))
-                del q, k, v, o, lse, qt, kt, vt, ref, ws
+                del q, k, v, o, lse, qt, kt, vt, ref, ws, ref64
+                impls.clear()
+    wrote_csv = out.file is not None
     out.close()
+    if wrote_csv and accuracy:
+        path = os.path.join(os.path.dirname(out.path), "accuracy-lesson05.csv")
+        with open(path, "w", newline="") as f:
+            w = csv_module.DictWriter(f, fieldnames=ACCURACY_COLUMNS)
+            w.writeheader()
+            w.writerows(accuracy)
 
     if a.csv:
         with open(a.csv, "w") as f:
@@ -251,6 +304,24 @@ def main():
               " ".join(f"{res.get(n, 0.0):>6.1f}" for n in vnames) +
               f" {res.get(FP8_KERNEL, 0.0):>6.1f} {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
               f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
+    fp8 = [r for r in rows if r[0] == 128 and (r[5].get(FP8_KERNEL) or r[5].get(CUDNN_FP8))]
+    if fp8:
+        err = {(x["impl"], x["causal"], x["seq"]): x for x in accuracy}
+        v5 = next((n for n in vnames if n.startswith("v5-")), None)
+        print("\nFP8 at dim 128 (TFLOP/s; kernel alone, inputs converted before the timing) and "
+              "the error against float64 on sampled rows (relative L2)")
+        print(f"{'causal':>6} {'seq':>6} {'fp8k':>7} {'cudnn-fp8':>9} {'fp8k/cudnn':>10} "
+              f"{'fp8k/v5':>7} {'err fp8k':>9} {'err cudnn':>9} {'err v5':>9}")
+        for dim, causal, seq, batch, heads, res in fp8:
+            fk, cf = res.get(FP8_KERNEL, 0.0), res.get(CUDNN_FP8, 0.0)
+            b5 = res.get(v5, 0.0) if v5 else 0.0
+
+            def e(name):
+                x = err.get((name, causal, seq))
+                return x["rel_l2"] if x else "-"
+            print(f"{causal:>6} {seq:>6} {fk:>7.1f} {cf:>9.1f} {fk / cf if cf else 0:>10.2f} "
+                  f"{fk / b5 if b5 else 0:>7.2f} {e(FP8_KERNEL):>9} {e(CUDNN_FP8):>9} "
+                  f"{e(v5) if v5 else '-':>9}")
     return status
 
 

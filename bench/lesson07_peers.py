@@ -64,11 +64,8 @@ the impl name and the what text).
 """
 import argparse
 import ctypes
-import glob
-import importlib
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -76,12 +73,12 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from cudnn_peer import cudnn_handle
 from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 SHORT = 1024          # the short sequences of the mixed pattern
 TOL = 2e-2            # largest |O - reference| that passes
 HOST_RUNS = 10        # back-to-back calls whose mean is host_us
-FE_TARGET = "/tmp/cudnnfe"
 PAGED_NAMES = {1: "paged-row", 2: "paged-split", 3: "paged-pipeline", 4: "paged-overlap",
                5: "paged-balance"}
 PAGED_FNS = {1: "l07_paged_row_d{}", 2: "l07_paged_split_d{}", 3: "l07_paged_pipeline_d{}",
@@ -124,34 +121,6 @@ def load_lib(path):
             f.restype = i
             f.argtypes = [vp] * 5 + [ip] + [vp] * 3 + [sz] + [i] * 8 + [fl, vp]
     return lib
-
-
-def import_cudnn(root):
-    """The cudnn module (installed, else the wheel in .peers/) or None, and a line saying which."""
-    try:
-        fe = importlib.import_module("cudnn")
-        return fe, f"cudnn-frontend {getattr(fe, '__version__', '?')} (installed)"
-    except Exception as e:  # ImportError, or a failure inside the package's own import
-        first = f"{type(e).__name__}: {e}"
-    for m in [m for m in sys.modules if m == "cudnn" or m.startswith("cudnn.")]:
-        del sys.modules[m]  # a half-imported package must not shadow the wheel's
-    wheels = sorted(glob.glob(os.path.join(root, ".peers", "*.whl")))
-    if not wheels:
-        return None, f"import cudnn failed ({first}) and .peers/ holds no wheel"
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-                        "--target", FE_TARGET, *wheels], capture_output=True, text=True)
-    if r.returncode != 0:
-        tail = (r.stderr or r.stdout).strip().replace("\n", " ")[-300:]
-        return None, f"import cudnn failed ({first}); pip install of .peers/ failed: {tail}"
-    sys.path.insert(0, FE_TARGET)
-    importlib.invalidate_caches()
-    try:
-        fe = importlib.import_module("cudnn")
-    except Exception as e:
-        return None, (f"import cudnn failed ({first}), and again after installing "
-                      f"{os.path.basename(wheels[0])} into {FE_TARGET}: {type(e).__name__}: {e}")
-    return fe, (f"cudnn-frontend {getattr(fe, '__version__', '?')} "
-                f"(from {os.path.basename(wheels[0])}, installed into {FE_TARGET})")
 
 
 def ints(s):
@@ -204,15 +173,7 @@ def main():
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}; bf16; decode, seq_q 1, {a.heads} query heads")
 
-    fe, fe_note = import_cudnn(root)
-    handle = None
-    if fe is not None:
-        try:
-            handle = fe.create_handle()
-            fe.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
-            fe_note += f", cuDNN library {fe.backend_version()}"
-        except Exception as e:
-            fe, fe_note = None, f"{fe_note}; but no cuDNN handle: {type(e).__name__}: {e}"
+    fe, handle, fe_note = cudnn_handle(root)
     print(f"cuDNN peer: {fe_note}" if fe is not None else
           f"cuDNN peer: UNAVAILABLE, its rows are errors: {fe_note}", flush=True)
 
