@@ -361,6 +361,22 @@ static __device__ __forceinline__ int fd_last_block(int *last, int *count, int b
   return 1;
 }
 
+/** The Q tile into shared memory at @p sq: row rr is group row rt * 16 + rr (token gr / G of
+ * query head kvh * G + gr % G), zeros past R; 16 rows x FD_CHUNKS 16-byte chunks, swizzled. */
+static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf16 *__restrict__ q,
+                                                      int b, int rt, int kvh, int G, int R,
+                                                      int seq_q, int heads) {
+  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
+    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr;
+    uint4 x = make_uint4(0u, 0u, 0u, 0u);
+    if (gr < R) {
+      const int i = gr / G, h = kvh * G + gr % G;
+      x = *(const uint4 *)(q + (((size_t)b * seq_q + i) * heads + h) * HEAD_DIM + c * 8);
+    }
+    st_shared_v4(sq + fd_off(rr, c), x);
+  }
+}
+
 /* The loop on a whiteboard: lesson 06's version 6 (the G query heads x seq_q tokens of a KV head
  * as one 16-row Q tile on tensor cores, chunks by length, one launch) over a paged cache.
  *
@@ -473,15 +489,7 @@ static __global__ void __launch_bounds__(L06_THREADS, 2)
     cp_async_commit();
   }
   /* The Q tile: row rr is group row rt * 16 + rr, zeros past R. 16 rows x FD_CHUNKS chunks. */
-  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
-    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr;
-    uint4 x = make_uint4(0u, 0u, 0u, 0u);
-    if (gr < R) {
-      const int i = gr / G, h = kvh * G + gr % G;
-      x = *(const uint4 *)(q + (((size_t)b * seq_q + i) * heads + h) * HEAD_DIM + c * 8);
-    }
-    st_shared_v4(sq + fd_off(rr, c), x);
-  }
+  fd_load_q_tile(sq, q, b, rt, kvh, G, R, seq_q, heads);
 
   uint32_t q_off[4], k_off[4], v_off[4]; /* ldmatrix row addresses */
   fd_ldmatrix_offsets(q_off, k_off, v_off, lane);

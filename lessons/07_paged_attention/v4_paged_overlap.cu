@@ -380,6 +380,19 @@ static __device__ __forceinline__ int fd_last_block(int *last, int *count, int b
   return 1;
 }
 
+/** The Q tile into shared memory at @p sq: row rr is group row rt * 16 + rr (token gr / G of
+ * query head kvh * G + gr % G), zeros past R; 16 rows x FD_CHUNKS 16-byte chunks, swizzled. */
+static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf16 *__restrict__ q,
+                                                      int b, int rt, int kvh, int G, int R,
+                                                      int seq_q, int heads) {
+  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
+    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr, ok = gr < R;
+    const attn_bf16 *src =
+        ok ? q + (((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G) * HEAD_DIM + c * 8 : q;
+    cp_async_16(sq + fd_off(rr, c), src, ok ? 16 : 0);
+  }
+}
+
 /* The loop on a whiteboard: lesson 06's version 6 (the G query heads x seq_q tokens of a KV head
  * as one 16-row Q tile on tensor cores, chunks by length, one launch) over a paged cache.
  *
@@ -480,12 +493,7 @@ static __device__ __forceinline__ void fd_body(
 
   /* The Q tile first, by cp.async in a group of its own: nothing it needs waits on the table.
    * Row rr is group row rt * 16 + rr, zeros past R. 16 rows x FD_CHUNKS chunks. */
-  for (int idx = threadIdx.x; idx < 16 * FD_CHUNKS; idx += L06_THREADS) {
-    const int rr = idx / FD_CHUNKS, c = idx % FD_CHUNKS, gr = rt * 16 + rr, ok = gr < R;
-    const attn_bf16 *src =
-        ok ? q + (((size_t)b * seq_q + gr / G) * heads + kvh * G + gr % G) * HEAD_DIM + c * 8 : q;
-    cp_async_16(sq + fd_off(rr, c), src, ok ? 16 : 0);
-  }
+  fd_load_q_tile(sq, q, b, rt, kvh, G, R, seq_q, heads);
   cp_async_commit();
 
   /* This warp's tiles: t = warp, warp + FD_WARPS, ... of the chunk's n_tiles. The table entries
