@@ -105,26 +105,203 @@ static __device__ __forceinline__ void load_rows(uint32_t dst, const attn_bf16 *
   }
 }
 
+#if FA_Q_IN_REGS
+/** Dim 64: my warp's 32 x dim slice of Q as A fragments, read once for the whole KV loop. */
+static __device__ __forceinline__ void q_fragments(uint32_t qf[FA_MT][FA_KS][4], uint32_t sQ_a,
+                                                   const uint32_t q_off[4]) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt)
+#pragma unroll
+    for (int ks = 0; ks < FA_KS; ++ks)
+      ldmatrix_x4(qf[mt][ks], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
+}
+#endif
+
+/** Before the first tile: O = 0, m = -inf, l = 0 for my 4 rows. */
+static __device__ __forceinline__ void init_state(float acc[FA_MT][FA_DT][4], float row_m[FA_MT][2],
+                                                  float row_l[FA_MT][2]) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < FA_DT; ++dt)
+      acc[mt][dt][0] = acc[mt][dt][1] = acc[mt][dt][2] = acc[mt][dt][3] = 0.f;
+    row_m[mt][0] = row_m[mt][1] = -INFINITY;
+    row_l[mt][0] = row_l[mt][1] = 0.f;
+  }
+}
+
+/** S = Q K^T for my warp's 32 rows and the K tile at `sK`, one k-step of 16 dims at a time, its
+ * fragments in the caller's `a` and `kb`. Q's A fragments come from `qf` (dim 64, FA_Q_IN_REGS) or
+ * from my rows of the Q tile at `sQ_a`, every k-step. K rows are keys, so ldmatrix without .trans
+ * gives the col-major B operand. One ldmatrix.x4 covers 16 keys x 16 dims: B fragments of two n8
+ * tiles, used by both m16 tiles. */
+static __device__ __forceinline__ void qk_scores(float s[FA_MT][FA_NT][4], uint32_t a[FA_MT][4],
+                                                 uint32_t kb[4], const uint32_t (*qf)[FA_KS][4],
+                                                 uint32_t sQ_a, uint32_t sK,
+                                                 const uint32_t q_off[4], const uint32_t k_off[4]) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < FA_NT; ++nt)
+      s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < FA_KS; ++ks) {
+#pragma unroll
+    for (int mt = 0; mt < FA_MT; ++mt) {
+#if FA_Q_IN_REGS
+      a[mt][0] = qf[mt][ks][0], a[mt][1] = qf[mt][ks][1];
+      a[mt][2] = qf[mt][ks][2], a[mt][3] = qf[mt][ks][3];
+#else
+      ldmatrix_x4(a[mt], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
+#endif
+    }
+#pragma unroll
+    for (int np = 0; np < FA_NT / 2; ++np) {
+      ldmatrix_x4(kb, sK + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * FA_ROWB);
+#pragma unroll
+      for (int mt = 0; mt < FA_MT; ++mt) {
+        mma_bf16_16816(s[mt][2 * np], a[mt], kb[0], kb[1]);
+        mma_bf16_16816(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
+      }
+    }
+  }
+}
+
+/** The mask, element by element: keys past the end, and the causal triangle. My scores are rows
+ * q0 + wr0 + 16 mt + g (+ 8), keys k0 + 8 nt + 2 t4 (+ 1). */
+static __device__ __forceinline__ void mask_scores(float s[FA_MT][FA_NT][4], int q0, int wr0,
+                                                   int k0, int g, int t4, int seq_kv, int causal,
+                                                   int diag) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < FA_NT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
+        int col = k0 + nt * 8 + t4 * 2 + (e & 1);
+        if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
+      }
+    }
+  }
+}
+
+/** Online softmax on my 4 rows: max over my 16 scores, then over the quad (2 shuffles); S turns
+ * into P in place, l and m are updated and O is rescaled by alpha. */
+static __device__ __forceinline__ void softmax_update(float s[FA_MT][FA_NT][4],
+                                                      float acc[FA_MT][FA_DT][4],
+                                                      float row_m[FA_MT][2], float row_l[FA_MT][2],
+                                                      float scale_log2) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < FA_NT; ++nt)
+        mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_m[mt][hf], mx * scale_log2);
+      const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+      const float alpha = fast_exp2(row_m[mt][hf] - m_use);
+      row_m[mt][hf] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < FA_NT; ++nt)
+#pragma unroll
+        for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+          float p = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -m_use));
+          s[mt][nt][e] = p;
+          sum += p;
+        }
+      row_l[mt][hf] = row_l[mt][hf] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < FA_DT; ++dt) {
+        acc[mt][dt][2 * hf] *= alpha;
+        acc[mt][dt][2 * hf + 1] *= alpha;
+      }
+    }
+}
+
+/** O += P V for the V tile at `sV`, one k-step of 16 keys at a time, its fragments in the caller's
+ * `pa` and `vb`. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
+ * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
+static __device__ __forceinline__ void pv_accumulate(float acc[FA_MT][FA_DT][4],
+                                                     uint32_t pa[FA_MT][4], uint32_t vb[4],
+                                                     const float s[FA_MT][FA_NT][4], uint32_t sV,
+                                                     const uint32_t v_off[4]) {
+#pragma unroll
+  for (int kk = 0; kk < FA_PK; ++kk) {
+#pragma unroll
+    for (int mt = 0; mt < FA_MT; ++mt) {
+      pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dp = 0; dp < FA_DT / 2; ++dp) {
+      ldmatrix_x4_trans(vb, sV + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * FA_ROWB);
+#pragma unroll
+      for (int mt = 0; mt < FA_MT; ++mt) {
+        mma_bf16_16816(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
+        mma_bf16_16816(acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+      }
+    }
+  }
+}
+
+/** After the last tile: the quad's 4 partial row sums, then O / l in bf16 and the log-sum-exp of my
+ * 4 rows, q0 + wr0 + 16 mt + g (+ 8) (rows past seq_q are not written). */
+static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                                               const float acc[FA_MT][FA_DT][4],
+                                               const float row_m[FA_MT][2],
+                                               const float row_l[FA_MT][2], int q0, int wr0, int g,
+                                               int t4, int seq_q, size_t q_stride, int b, int h,
+                                               int bh) {
+#pragma unroll
+  for (int mt = 0; mt < FA_MT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float l = row_l[mt][hf];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = q0 + wr0 + mt * 16 + g + hf * 8;
+      if (row >= seq_q) continue;
+      const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
+      attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
+#pragma unroll
+      for (int dt = 0; dt < FA_DT; ++dt)
+        *(uint32_t *)(orow + dt * 8 + t4 * 2) =
+            pack_bf16x2(acc[mt][dt][2 * hf] * inv, acc[mt][dt][2 * hf + 1] * inv);
+      if (t4 == 0)
+        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[mt][hf] + log2f(l)) * FA_LN2 : -INFINITY;
+    }
+}
+
 /* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block,
  * Tc = ceil(seq_kv / Bc) KV tiles, each block walks them in order.
  *
  *   block (i, head, batch):                    Br = 128 rows (warp w: rows 32w .. 32w+31), Bc = 64
  *     Q_i, K_0, V_0 -> smem by cp.async          three commit groups
  *     cp.async.wait_group 2; __syncthreads       Q_i is in
- *     dim 64: Q_i's fragments -> registers, once
- *     m = -inf, l = 0, O = 0                     registers, in the mma accumulator layout
+ *     dim 64, q_fragments: Q_i's fragments -> registers, once
+ *     init_state: m = -inf, l = 0, O = 0         registers, in the mma accumulator layout
  *     for j in 0 .. Tc-1:                        K_j and V_j in buffer j % 2
  *       cp.async.wait_group 1; __syncthreads     K_j is in; tile j-1 is consumed
  *       K_{j+1} -> the other buffer; commit      (an empty group after the last tile)
- *       S = Q_i K_j^T                            mma.sync m16n8k16, ldmatrix of K_j (and Q_i)
- *       S = -inf where key >= seq_kv, or causal and key > row + seq_kv - seq_q
- *       m_new = max(m, scale rowmax(S))          2 shuffles in the quad; log2 units from here
- *       P = 2^(scale S - m_new);  alpha = 2^(m - m_new)
- *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new     l: this lane's part of the row
+ *       qk_scores: S = Q_i K_j^T                 mma.sync m16n8k16, ldmatrix of K_j (and Q_i)
+ *       mask_scores:                             S = -inf where key >= seq_kv,
+ *                                                  or causal and key > row + seq_kv - seq_q
+ *       softmax_update:                          S -> P in place, my 4 rows
+ *         m_new = max(m, scale rowmax(S))        2 shuffles in the quad; log2 units from here
+ *         P = 2^(scale S - m_new);  alpha = 2^(m - m_new)
+ *         l = alpha l + rowsum(P);  O = alpha O;  m = m_new   l: this lane's part of the row
  *       cp.async.wait_group 1; __syncthreads     V_j is in
  *       V_{j+1} -> the other buffer; commit
- *       O += P V_j                               P packed to bf16 in registers, ldmatrix.trans V_j
- *     l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
+ *       pv_accumulate: O += P V_j                P packed to bf16 in registers, ldmatrix.trans V_j
+ *     store_o: l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
  */
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out, 4 warps of 32 rows.
  * The same work as version 4's kernel, with K and V tiles double-buffered: cp.async brings the
@@ -184,23 +361,14 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
   __syncthreads();
 #if FA_Q_IN_REGS
   uint32_t qf[FA_MT][FA_KS][4]; /* my 32 x dim slice of Q as A fragments, for the whole loop */
-#pragma unroll
-  for (int mt = 0; mt < FA_MT; ++mt)
-#pragma unroll
-    for (int ks = 0; ks < FA_KS; ++ks)
-      ldmatrix_x4(qf[mt][ks], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
+  q_fragments(qf, sQ_a, q_off);
+#else
+  const uint32_t(*qf)[FA_KS][4] = NULL; /* Q is read from shared memory on every tile */
 #endif
 
   float acc[FA_MT][FA_DT][4];
   float row_m[FA_MT][2], row_l[FA_MT][2]; /* [m16 tile][row g or g + 8]; m in log2 units */
-#pragma unroll
-  for (int mt = 0; mt < FA_MT; ++mt) {
-#pragma unroll
-    for (int dt = 0; dt < FA_DT; ++dt)
-      acc[mt][dt][0] = acc[mt][dt][1] = acc[mt][dt][2] = acc[mt][dt][3] = 0.f;
-    row_m[mt][0] = row_m[mt][1] = -INFINITY;
-    row_l[mt][0] = row_l[mt][1] = 0.f;
-  }
+  init_state(acc, row_m, row_l);
 
   for (int j = 0; j < n_tiles; ++j) {
     const int k0 = j * FA_BC;
@@ -213,83 +381,11 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
                 seq_kv - k0 - FA_BC - r_t, FA_BC);
     cp_async_commit(); /* possibly empty: keeps the count of groups uniform */
 
-    /* S = Q K^T: K rows are keys, so ldmatrix without .trans gives the col-major B operand. One
-     * ldmatrix.x4 covers 16 keys x 16 dims: B fragments of two n8 tiles, used by both m16 tiles. */
     float s[FA_MT][FA_NT][4];
-#pragma unroll
-    for (int mt = 0; mt < FA_MT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < FA_NT; ++nt)
-        s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
-#pragma unroll
-    for (int ks = 0; ks < FA_KS; ++ks) {
-      uint32_t a[FA_MT][4];
-#pragma unroll
-      for (int mt = 0; mt < FA_MT; ++mt) {
-#if FA_Q_IN_REGS
-        a[mt][0] = qf[mt][ks][0], a[mt][1] = qf[mt][ks][1];
-        a[mt][2] = qf[mt][ks][2], a[mt][3] = qf[mt][ks][3];
-#else
-        ldmatrix_x4(a[mt], sQ_a + q_off[ks & 3] + (ks >> 2) * 128 + mt * 16 * FA_ROWB);
-#endif
-      }
-#pragma unroll
-      for (int np = 0; np < FA_NT / 2; ++np) {
-        uint32_t kb[4];
-        ldmatrix_x4(kb, sK_a + cur + k_off[ks & 3] + (ks >> 2) * 128 + np * 16 * FA_ROWB);
-#pragma unroll
-        for (int mt = 0; mt < FA_MT; ++mt) {
-          mma_bf16_16816(s[mt][2 * np], a[mt], kb[0], kb[1]);
-          mma_bf16_16816(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
-        }
-      }
-    }
-
-    /* The mask, element by element: keys past the end, and the causal triangle. */
-#pragma unroll
-    for (int mt = 0; mt < FA_MT; ++mt) {
-#pragma unroll
-      for (int nt = 0; nt < FA_NT; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int row = q0 + wr0 + mt * 16 + g + (e >> 1) * 8;
-          int col = k0 + nt * 8 + t4 * 2 + (e & 1);
-          if (col >= seq_kv || (causal && col > row + diag)) s[mt][nt][e] = -INFINITY;
-        }
-      }
-    }
-
-    /* Online softmax on my 4 rows: max over my 16 scores, then over the quad (2 shuffles). */
-#pragma unroll
-    for (int mt = 0; mt < FA_MT; ++mt)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < FA_NT; ++nt)
-          mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(row_m[mt][hf], mx * scale_log2);
-        const float m_use = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
-        const float alpha = fast_exp2(row_m[mt][hf] - m_use);
-        row_m[mt][hf] = m_new;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < FA_NT; ++nt)
-#pragma unroll
-          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
-            float p = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -m_use));
-            s[mt][nt][e] = p;
-            sum += p;
-          }
-        row_l[mt][hf] = row_l[mt][hf] * alpha + sum;
-#pragma unroll
-        for (int dt = 0; dt < FA_DT; ++dt) {
-          acc[mt][dt][2 * hf] *= alpha;
-          acc[mt][dt][2 * hf + 1] *= alpha;
-        }
-      }
+    uint32_t a[FA_MT][4], kb[4]; /* one k-step's fragments */
+    qk_scores(s, a, kb, qf, sQ_a, sK_a + cur, q_off, k_off);
+    mask_scores(s, q0, wr0, k0, g, t4, seq_kv, causal, diag);
+    softmax_update(s, acc, row_m, row_l, scale_log2);
 
     cp_async_wait_1(); /* my copies of V_j have landed (K_{j+1} may be in flight) */
     __syncthreads();
@@ -298,50 +394,11 @@ static __global__ void __launch_bounds__(L04_THREADS, 2)
                 seq_kv - k0 - FA_BC - r_t, FA_BC);
     cp_async_commit();
 
-    /* O += P V. P: two n8 accumulator tiles of S packed into one A fragment. V: ldmatrix.trans
-     * turns key-major rows into the B operand (two consecutive keys of one dim per register). */
-#pragma unroll
-    for (int kk = 0; kk < FA_PK; ++kk) {
-      uint32_t pa[FA_MT][4];
-#pragma unroll
-      for (int mt = 0; mt < FA_MT; ++mt) {
-        pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-      }
-#pragma unroll
-      for (int dp = 0; dp < FA_DT / 2; ++dp) {
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sV_a + cur + v_off[dp & 3] + (dp >> 2) * 128 + kk * 16 * FA_ROWB);
-#pragma unroll
-        for (int mt = 0; mt < FA_MT; ++mt) {
-          mma_bf16_16816(acc[mt][2 * dp], pa[mt], vb[0], vb[1]);
-          mma_bf16_16816(acc[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
-        }
-      }
-    }
+    uint32_t pa[FA_MT][4], vb[4]; /* one k-step's fragments */
+    pv_accumulate(acc, pa, vb, s, sV_a + cur, v_off);
   }
 
-  /* The quad's 4 partial row sums, then O / l and the log-sum-exp. */
-#pragma unroll
-  for (int mt = 0; mt < FA_MT; ++mt)
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      float l = row_l[mt][hf];
-      l += __shfl_xor_sync(0xffffffffu, l, 1);
-      l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const int row = q0 + wr0 + mt * 16 + g + hf * 8;
-      if (row >= seq_q) continue;
-      const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
-      attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
-#pragma unroll
-      for (int dt = 0; dt < FA_DT; ++dt)
-        *(uint32_t *)(orow + dt * 8 + t4 * 2) =
-            pack_bf16x2(acc[mt][dt][2 * hf] * inv, acc[mt][dt][2 * hf + 1] * inv);
-      if (t4 == 0)
-        lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[mt][hf] + log2f(l)) * FA_LN2 : -INFINITY;
-    }
+  store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, q_stride, b, h, bh);
 }
 
 /** The launcher, l04_cpasync_d64() or l04_cpasync_d128(): one block per (Q tile, head, batch). */
