@@ -122,6 +122,124 @@ static __device__ __forceinline__ float ld_value(const float *lse, const float *
   return which ? dd[row0 + q0 + r] : lse[row0 + q0 + r] * BW_LOG2E;
 }
 
+/** One transposed product of the walk, issued (not waited for): C^T = A_w B^T, N = Br. A is K or V
+ * (my warpgroup's 64 keys, rows `a_off` on), B the Q or dO stage of the step; the sum runs over
+ * the head dimension, WG_KS k-steps. S^T = K_w Q^T and dP^T = V_w dO^T. */
+static __device__ __forceinline__ void product_t(float c[WG_NS], uint32_t sA, uint32_t sB,
+                                                 uint32_t a_off) {
+#pragma unroll
+  for (int ks = 0; ks < WG_KS; ++ks) {
+    const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
+    const uint64_t db = wgmma_desc(sB + pan * WG_BR * 128 + col, 16, 1024);
+    WG_WGMMA_S(c, wgmma_desc(sA + pan * WG_BC * 128 + a_off + col, 16, 1024), db, ks > 0);
+  }
+}
+
+/** P^T = exp2(S^T scale log2 e - L log2 e), dS^T = P^T o (dP^T - D), per element, in place in `s`
+ * and `dp`; the mask when `masked` (the diagonal, rows past seq_q, keys past seq_kv). Element
+ * 4 nt + e: key 16 warp + g + 8 (e / 2) of my 64, query 8 nt + 2 t4 + e % 2 of the tile. Then both
+ * packed into `pa` and `da` as the A fragments of accumulate_t(). */
+static __device__ __forceinline__ void p_ds_t(float s[WG_NS], float dp[WG_NS],
+                                              uint32_t pa[WG_QK][4], uint32_t da[WG_QK][4],
+                                              const float *sL, const float *sD, int masked, int k0,
+                                              int q0, int wg, int warp, int g, int t4, int seq_q,
+                                              int seq_kv, int causal, int diag, float scale_log2) {
+#pragma unroll
+  for (int nt = 0; nt < WG_BR / 8; ++nt) {
+    const int qc = nt * 8 + 2 * t4;
+    const float2 lv = *(const float2 *)(sL + qc), dv_ = *(const float2 *)(sD + qc);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float l2 = (e & 1) ? lv.y : lv.x, d_row = (e & 1) ? dv_.y : dv_.x;
+      float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -l2));
+      if (masked) {
+        const int j = k0 + 64 * wg + 16 * warp + g + 8 * (e >> 1), i = q0 + qc + (e & 1);
+        p = (j < seq_kv && i < seq_q && (!causal || j <= i + diag)) ? p : 0.f;
+      }
+      s[4 * nt + e] = p;
+      dp[4 * nt + e] = p * (dp[4 * nt + e] - d_row);
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < WG_QK; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      pa[kk][r] = pack_bf16x2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
+      da[kk][r] = pack_bf16x2(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
+    }
+}
+
+/** acc += X B, issued (not waited for), the sum over the tile's queries: X (P^T or dS^T) from
+ * registers as A fragments, B the dO or Q stage at `sB` (MN-major: its rows are the k).
+ * dV_w += P^T dO and dK_w += dS^T Q. */
+static __device__ __forceinline__ void accumulate_t(float acc[WG_NKV], const uint32_t xa[WG_QK][4],
+                                                    uint32_t sB) {
+#pragma unroll
+  for (int kk = 0; kk < WG_QK; ++kk)
+    WG_WGMMA_KV(acc, xa[kk], wgmma_desc(sB + kk * 16 * 128, WG_BR * 128, 1024), 1);
+}
+
+/** dS^T -> the dS buffer at `sDS`, transposed: a query per row, as dQ = dS K takes its A operand.
+ * My lane addresses query 16 kk + qr, key chunk kc. */
+static __device__ __forceinline__ void store_ds(uint32_t sDS, uint32_t da[WG_QK][4], int qr,
+                                                int kc) {
+#pragma unroll
+  for (int kk = 0; kk < WG_QK; ++kk)
+    stmatrix_x4_trans(sDS + sw128_off(16 * kk + qr, kc, WG_BR), da[kk]);
+}
+
+/** dQ block = dS K over the 128 keys, issued (not waited for): A the rows of dS at `sA`, B the
+ * 64-column panel of K at `sB` (MN-major). */
+static __device__ __forceinline__ void dq_block(float dq[WG_NQ], uint32_t sA, uint32_t sB) {
+#pragma unroll
+  for (int ks = 0; ks < WG_KK; ++ks) {
+    const uint64_t da_desc = wgmma_desc(sA + (ks >> 2) * WG_BR * 128 + (ks & 3) * 32, 16, 1024);
+    const uint64_t db_desc = wgmma_desc(sB + ks * 16 * 128, WG_BC * 128, 1024);
+    wgmma_ss_n64_bt(dq, da_desc, db_desc, ks > 0);
+  }
+}
+
+/** The dQ block into the fp32 dQ: one red.global.add.v2.f32 per two adjacent columns. Element
+ * 4 nt + e is row qa + 16 warp + g + 8 (e / 2), column 64 pd + 8 nt + 2 t4 + e % 2. */
+static __device__ __forceinline__ void add_dq(float *__restrict__ dq_acc, const float dq[WG_NQ],
+                                              int q0, int qa, int pd, int warp, int g, int t4,
+                                              int seq_q, int heads, int h, int b) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int i = q0 + qa + 16 * warp + g + 8 * hf;
+    if (i >= seq_q) continue;
+    float *row = dq_acc + (((size_t)b * seq_q + i) * heads + h) * HEAD_DIM + 64 * pd + 2 * t4;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+      red_add_v2(row + 8 * nt, dq[4 * nt + 2 * hf], dq[4 * nt + 2 * hf + 1]);
+  }
+}
+
+/** After the walk: dK = scale * acc_dk and dV = acc_dv for my 64 keys, bf16. Element 4 dt + e is
+ * key 16 warp + g + 8 (e / 2), column 8 dt + 2 t4 + e % 2. */
+static __device__ __forceinline__ void store_dk_dv(attn_bf16 *__restrict__ dk,
+                                                   attn_bf16 *__restrict__ dv,
+                                                   const float acc_dk[WG_NKV],
+                                                   const float acc_dv[WG_NKV], int k0, int wg,
+                                                   int warp, int g, int t4, int seq_kv,
+                                                   int kv_heads, int kvh, int b, float scale) {
+  const size_t kv_row = (size_t)kv_heads * HEAD_DIM;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int j = k0 + 64 * wg + 16 * warp + g + 8 * hf;
+    if (j >= seq_kv) continue;
+    attn_bf16 *dkr = dk + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
+    attn_bf16 *dvr = dv + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+      const int d = dt * 8 + 2 * t4;
+      *(uint32_t *)(dkr + d) =
+          pack_bf16x2(acc_dk[4 * dt + 2 * hf] * scale, acc_dk[4 * dt + 2 * hf + 1] * scale);
+      *(uint32_t *)(dvr + d) = pack_bf16x2(acc_dv[4 * dt + 2 * hf], acc_dv[4 * dt + 2 * hf + 1]);
+    }
+  }
+}
+
 /* The algorithm on a whiteboard, version 6: version 4's walk with every product a wgmma, its
  * operands in 128-byte-swizzled shared memory, filled by TMA and counted in by mbarriers. S = 3
  * stages of Q and dO.
@@ -134,16 +252,17 @@ static __device__ __forceinline__ float ld_value(const float *lse, const float *
  *     lse, D of step 0 -> L/D buffer 0;  __syncthreads;  dK_w = dV_w = 0;  wait bar_kv
  *     for each step t of the walk (Q tile i, stage t % S, dS and L/D buffer t % 2):
  *       wait bar_q[t % S] (phase (t / S) & 1)              Q_i, dO_i are in
- *       S^T = K_w Q_i^T,  dP^T = V_w dO_i^T                 wgmma from shared memory, one group
+ *       product_t: S^T = K_w Q_i^T,  dP^T = V_w dO_i^T      wgmma from shared memory, one group
  *       (lse, D of step t + 1 from global, meanwhile);  wgmma wait 0
- *       P^T = exp2(S^T scale log2e - lse_i log2e), dS^T = P^T o (dP^T - D_i), masked as version 4
- *       dV_w += P^T dO_i,  dK_w += dS^T Q_i                 wgmma, A from registers, not waited
- *       dS^T -> dS[t % 2] (stmatrix.trans);  lse, D of step t + 1 -> buffer (t + 1) % 2
+ *       p_ds_t: P^T = exp2(S^T scale log2e - lse_i log2e), dS^T = P^T o (dP^T - D_i),
+ *               masked as version 4;  both packed as A fragments
+ *       accumulate_t: dV_w += P^T dO_i,  dK_w += dS^T Q_i   wgmma, A from registers, not waited
+ *       store_ds: dS^T -> dS[t % 2] (stmatrix.trans);  lse, D of step t + 1 -> buffer (t + 1) % 2
  *       fence.proxy.async;  __syncthreads                  dS is whole; step t - 1 read its stage
  *       thread 0: step t + S - 1 -> stage (t + S - 1) % S  (TMA)
- *       dQ block = dS K_j over the 128 keys                 wgmma; wait 0 (dV and dK done too)
- *       dQ_acc[rows of the block] += dQ block              red.global.add.v2.f32
- *   dK_w = scale dK_w, dV_w -> bf16
+ *       dq_block: dQ block = dS K_j over the 128 keys       wgmma; wait 0 (dV and dK done too)
+ *       add_dq: dQ_acc[rows of the block] += dQ block      red.global.add.v2.f32
+ *   store_dk_dv: dK_w = scale dK_w, dV_w -> bf16
  *   dQ = scale dQ_acc -> bf16                              bw_dq_convert()
  */
 
@@ -249,18 +368,8 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     /* S^T = K_w Q^T and dP^T = V_w dO^T: one group. */
     float s[WG_NS], dp[WG_NS];
     wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < WG_KS; ++ks) {
-      const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
-      const uint64_t db = wgmma_desc(sQ + pan * WG_BR * 128 + col, 16, 1024);
-      WG_WGMMA_S(s, wgmma_desc(sK + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
-    }
-#pragma unroll
-    for (int ks = 0; ks < WG_KS; ++ks) {
-      const uint32_t col = (ks & 3) * 32, pan = ks >> 2;
-      const uint64_t db = wgmma_desc(sO + pan * WG_BR * 128 + col, 16, 1024);
-      WG_WGMMA_S(dp, wgmma_desc(sV + pan * WG_BC * 128 + kw_off + col, 16, 1024), db, ks > 0);
-    }
+    product_t(s, sK, sQ, kw_off);
+    product_t(dp, sV, sO, kw_off);
     wgmma_commit();
     /* Meanwhile, L and D of the next step (stored after the wait, published by this step's block
      * barrier; its buffer was last read in step t - 1, before the barrier of step t - 1). */
@@ -273,51 +382,22 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     reg_fence(s, WG_NS);
     reg_fence(dp, WG_NS);
 
-    /* P^T = exp2(S^T scale log2 e - L log2 e), dS^T = P^T o (dP^T - D), per element; the mask
-     * where the tile needs it (the diagonal, rows past seq_q, keys past seq_kv). Element 4 nt + e:
-     * key 16 warp + g + 8 (e / 2) of my 64, query 8 nt + 2 t4 + e % 2 of the tile. */
+    /* P^T and dS^T, masked where the tile needs it (diagonal, rows past seq_q, keys past seq_kv).
+     */
     const int masked = qt < unmasked || q0 + WG_BR > seq_q || ragged_k;
-#pragma unroll
-    for (int nt = 0; nt < WG_BR / 8; ++nt) {
-      const int qc = nt * 8 + 2 * t4;
-      const float2 lv = *(const float2 *)(sL + qc), dv_ = *(const float2 *)(sD + qc);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float l2 = (e & 1) ? lv.y : lv.x, d_row = (e & 1) ? dv_.y : dv_.x;
-        float p = fast_exp2(fmaf(s[4 * nt + e], scale_log2, -l2));
-        if (masked) {
-          const int j = k0 + 64 * wg + 16 * warp + g + 8 * (e >> 1), i = q0 + qc + (e & 1);
-          p = (j < seq_kv && i < seq_q && (!causal || j <= i + diag)) ? p : 0.f;
-        }
-        s[4 * nt + e] = p;
-        dp[4 * nt + e] = p * (dp[4 * nt + e] - d_row);
-      }
-    }
     uint32_t pa[WG_QK][4], da[WG_QK][4];
-#pragma unroll
-    for (int kk = 0; kk < WG_QK; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        pa[kk][r] = pack_bf16x2(s[8 * kk + 2 * r], s[8 * kk + 2 * r + 1]);
-        da[kk][r] = pack_bf16x2(dp[8 * kk + 2 * r], dp[8 * kk + 2 * r + 1]);
-      }
+    p_ds_t(s, dp, pa, da, sL, sD, masked, k0, q0, wg, warp, g, t4, seq_q, seq_kv, causal, diag,
+           scale_log2);
 
     /* dV_w += P^T dO and dK_w += dS^T Q: the queries are the k of both. */
     reg_fence(acc_dv, WG_NKV);
     reg_fence(acc_dk, WG_NKV);
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < WG_QK; ++kk)
-      WG_WGMMA_KV(acc_dv, pa[kk], wgmma_desc(sO + kk * 16 * 128, WG_BR * 128, 1024), 1);
-#pragma unroll
-    for (int kk = 0; kk < WG_QK; ++kk)
-      WG_WGMMA_KV(acc_dk, da[kk], wgmma_desc(sQ + kk * 16 * 128, WG_BR * 128, 1024), 1);
+    accumulate_t(acc_dv, pa, sO);
+    accumulate_t(acc_dk, da, sQ);
     wgmma_commit();
 
-    /* dS^T -> dS[buf], transposed: a query per row, as dQ = dS K takes its A operand. */
-#pragma unroll
-    for (int kk = 0; kk < WG_QK; ++kk)
-      stmatrix_x4_trans(sDS + sw128_off(16 * kk + qr, kc, WG_BR), da[kk]);
+    store_ds(sDS, da, qr, kc); /* dS^T -> dS[buf], a query per row */
     if (t + 1 < n_walk && tid < 2 * WG_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + tid] = ld_next;
     fence_proxy_async(); /* the st.shared of dS, before the tensor cores read it */
     __syncthreads();     /* dS whole; every product of step t - 1 has finished */
@@ -330,49 +410,18 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. */
     float dq[WG_NQ];
     wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < WG_KK; ++ks) {
-      const uint64_t da_desc =
-          wgmma_desc(sDS + (ks >> 2) * WG_BR * 128 + qa * 128 + (ks & 3) * 32, 16, 1024);
-      const uint64_t db_desc = wgmma_desc(sK + pd * WG_BC * 128 + ks * 16 * 128, WG_BC * 128, 1024);
-      wgmma_ss_n64_bt(dq, da_desc, db_desc, ks > 0);
-    }
+    dq_block(dq, sDS + qa * 128, sK + pd * WG_BC * 128);
     wgmma_commit();
     wgmma_wait0();
     reg_fence(dq, WG_NQ);
     reg_fence(acc_dv, WG_NKV);
     reg_fence(acc_dk, WG_NKV);
 
-    /* Into the fp32 dQ: element 4 nt + e is row qa + 16 warp + g + 8 (e / 2), column
-     * 64 pd + 8 nt + 2 t4 + e % 2. */
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int i = q0 + qa + 16 * warp + g + 8 * hf;
-      if (i >= seq_q) continue;
-      float *row = dq_acc + (((size_t)b * seq_q + i) * heads + h) * HEAD_DIM + 64 * pd + 2 * t4;
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-        red_add_v2(row + 8 * nt, dq[4 * nt + 2 * hf], dq[4 * nt + 2 * hf + 1]);
-    }
+    /* Into the fp32 dQ: atomics. */
+    add_dq(dq_acc, dq, q0, qa, pd, warp, g, t4, seq_q, heads, h, b);
   }
 
-  /* dK = scale * acc_dk and dV = acc_dv for my 64 keys, bf16: element 4 dt + e is key
-   * 16 warp + g + 8 (e / 2), column 8 dt + 2 t4 + e % 2. */
-  const size_t kv_row = (size_t)kv_heads * HEAD_DIM;
-#pragma unroll
-  for (int hf = 0; hf < 2; ++hf) {
-    const int j = k0 + 64 * wg + 16 * warp + g + 8 * hf;
-    if (j >= seq_kv) continue;
-    attn_bf16 *dkr = dk + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
-    attn_bf16 *dvr = dv + ((size_t)b * seq_kv + j) * kv_row + (size_t)kvh * HEAD_DIM;
-#pragma unroll
-    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
-      const int d = dt * 8 + 2 * t4;
-      *(uint32_t *)(dkr + d) =
-          pack_bf16x2(acc_dk[4 * dt + 2 * hf] * scale, acc_dk[4 * dt + 2 * hf + 1] * scale);
-      *(uint32_t *)(dvr + d) = pack_bf16x2(acc_dv[4 * dt + 2 * hf], acc_dv[4 * dt + 2 * hf + 1]);
-    }
-  }
+  store_dk_dv(dk, dv, acc_dk, acc_dv, k0, wg, warp, g, t4, seq_kv, kv_heads, kvh, b, scale);
 }
 
 /** The launcher, l09_wgmma_d64() or l09_wgmma_d128(). Workspace: D, then the fp32 dQ. */
