@@ -389,7 +389,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
  *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
  *     for each tile t of warp w:
- *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
+ *       cp.async tile t + FD_STAGES - 1 into its ring buffer; commit (empty past the end)
  *         row r, key k: page by __shfl_sync from the lane holding it -> pool[page << shift | k & m]
  *         a new batch of tiles: the next batch's table entries -> registers (not waited on)
  *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
