@@ -99,7 +99,7 @@ def r_l05_shapes(a, ctx):
 def l05_peer_grid(a):
     """The papers' grid of peers.csv, one dict per (dim, causal, seq) in the table's order: the
     peers' rows (fl: SDPA flash, cu: SDPA cuDNN, l4: lesson 04's version 7, fk: the FP8 kernel
-    alone), vs (version -> its row), ts (version -> TFLOP/s), best (the fastest bf16 version's
+    alone, cf: cuDNN's FP8 attention, None where the archive lacks it), vs (version -> its row), ts (version -> TFLOP/s), best (the fastest bf16 version's
     TFLOP/s) and fp8v (the FP8 versions). Also the versions measured: (nums, shapes)."""
     nums = sorted({int(m.group(1)) for r in a.peers if int(r["lesson"]) == 5
                    for m in [re.match(r"v(\d+)-", r["impl"] or "")] if m})
@@ -115,7 +115,8 @@ def l05_peer_grid(a):
                 bf = [t for v, t in ts.items() if "fp8" not in vs[v]["impl"]]
                 out.append(dict(dim=dim, c=c, sq=sq, fl=a.peer(5, "sdpa-flash", **kv),
                                 cu=a.peer(5, "sdpa-cudnn", **kv), l4=a.peer(5, r"l04-.*", **kv),
-                                fk=a.peer(5, "fp8-kernel-only", **kv), vs=vs, ts=ts,
+                                fk=a.peer(5, "fp8-kernel-only", **kv),
+                                cf=a.peer(5, "cudnn-fp8", **kv), vs=vs, ts=ts,
                                 best=max(bf) if bf else None,
                                 fp8v=[v for v, r in vs.items() if r and "fp8" in r["impl"]]))
     return nums, out
@@ -139,10 +140,16 @@ def r_l05_peers(a, ctx):
     if not a.peers or not a.peer(5, "sdpa-cudnn"):
         return src + "\n\nPeer figures: " + NO_PEERS + "."
     nums, grid = l05_peer_grid(a)
-    rows, fp8_over = [], {}
+    rows, fp8_over, fp8_cudnn = [], {}, {}
     targets = l05_over_cudnn(a)
+    # cuDNN's FP8 (bench/cudnn_peer.py) has a column only in an archive that measured it
+    with_cf = any(g["cf"] for g in grid)
     for g in grid:
         dim, c, sq, fl, cu, l4, fk = (g[k] for k in ("dim", "c", "sq", "fl", "cu", "l4", "fk"))
+        cf = g["cf"]
+        if cf and cf["tflops"] and fk and fk["tflops"] and sq >= 4096:
+            fp8_cudnn.setdefault(c, []).append((ratio(fk["tflops"], cf["tflops"]),
+                                                ratio(cf["tflops"], cu and cu["tflops"])))
         ts, best, fp8v = g["ts"], g["best"], g["fp8v"]
         if fk and fk["tflops"] and sq >= 4096:
             prev = ts.get(fp8v[0] - 1) if fp8v else None
@@ -153,17 +160,21 @@ def r_l05_peers(a, ctx):
         rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
                      f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
                     [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
+                    ([f(cf and cf["tflops"])] if with_cf else []) +
                     [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                      f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
-                 [f"v{v}" for v in nums] + ["FP8 kernel alone", "best / flash", "best / cuDNN",
-                                            "best / l04"], rows),
+                 [f"v{v}" for v in nums] + ["FP8 kernel alone"] +
+                 (["cuDNN FP8"] if with_cf else []) + ["best / flash", "best / cuDNN",
+                                                      "best / l04"], rows),
            "", "Best: the fastest bf16 version. The FP8 version's column counts its conversion of "
            "Q, K and V (as the lesson's program times it); \"FP8 kernel alone\" times its kernel "
-           "on tensors converted before the timing (dim 128 only).", ""]
+           "on tensors converted before the timing (dim 128 only)" +
+           ("; \"cuDNN FP8\" is cuDNN's FP8 attention on the same e4m3 values and per-tensor "
+            "scales, timed the same way." if with_cf else "."), ""]
     words = []
     for (dim, c), rs in sorted(targets.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         words.append(f"dim {dim}{' causal' if c else ''} {span(min(rs), max(rs), 2)}x")
@@ -176,6 +187,12 @@ def r_l05_peers(a, ctx):
             out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the kernel alone "
                        f"{span(min(k), max(k), 2)}x the bf16 version before it" +
                        (f", {span(min(e), max(e), 2)}x counting the conversion." if e else "."))
+    for c, rs in sorted(fp8_cudnn.items()):
+        k = [x for x, _ in rs if x]
+        b = [y for _, y in rs if y]
+        out.append(f"Against cuDNN's FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the FP8 "
+                   f"kernel alone {span(min(k), max(k), 2)}x it" +
+                   (f"; cuDNN's FP8 {span(min(b), max(b), 2)}x cuDNN's bf16." if b else "."))
     return "\n".join(out).rstrip()
 
 
