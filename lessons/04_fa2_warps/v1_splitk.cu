@@ -82,7 +82,7 @@
  *       P = exp(S - m_new);  alpha = exp(m - m_new)
  *       l = alpha l + rowsum(P);  O = alpha O;  m = m_new
  *       O += P V_j
- *     l, O = sums over the 4 warps               through smem, 4 more __syncthreads
+ *     l, O = sums over the 4 warps               through smem, 5 more __syncthreads
  *     O_i = O / l;  lse_i = m + log(l)
  */
 /** One block per (Q tile of 32 rows, head, batch), fp32: lane r of every warp owns query row r,
