@@ -55,8 +55,8 @@
 /* The loop on a whiteboard (version 1: FlashAttention-2's online softmax, one query row a block).
  *
  *   block (b, i, h):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees (attn_keys_seen)
- *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take alternate keys
- *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take interleaved keys
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns per lane)
  *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
  *       s_j = q . K[j]                                           (16-byte loads, shuffle sum)
  *       m_new = max(m, max_j s_j),  alpha = 2^(m - m_new),  p_j = 2^(s_j - m_new)

@@ -71,7 +71,7 @@
  *
  *   block (r = (b, i, h), chunk s):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees
  *     keys [s chunk, (s + 1) chunk) clipped to [0, n), cut into 4 ranges, one per warp
- *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns per lane)
  *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
  *       s_j = q . K[j]                                           (16-byte loads, shuffle sum)
  *       m_new = max(m, max_j s_j),  alpha = 2^(m - m_new),  p_j = 2^(s_j - m_new)

@@ -335,8 +335,8 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     warp w: cp.async its first FD_STAGES - 1 tiles of K and V, one commit each
  *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
  *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
- *     for each tile t of warp w:
- *       cp.async tile t + FD_STAGES - 1 into its ring buffer; commit (empty past the end)
+ *     for each tile t of warp w (t = w, w + 4, ...):
+ *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
  *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
  *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
  *       m_new = max(m, rowmax S),  alpha = 2^(m - m_new),  P = 2^(S - m_new)

@@ -331,8 +331,8 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     warp w: cp.async its first FD_STAGES - 1 tiles of K and V, one commit each
  *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
  *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
- *     for each tile t of warp w:
- *       cp.async tile t + FD_STAGES - 1 into its ring buffer; commit (empty past the end)
+ *     for each tile t of warp w (t = w, w + 4, ...):
+ *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
  *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
  *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
  *       m_new = max(m, rowmax S),  alpha = 2^(m - m_new),  P = 2^(S - m_new)
@@ -341,7 +341,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     cp.async.wait_all;  each warp's (m, l, O) -> shared memory;  __syncthreads()
  *     a float4 of a row per thread: merge the 4 warps' (m, l, O) -> O / l, lse = (m + log2 l) ln 2
  *     b in one chunk: -> O, lse
- *     more: -> part_O[s], part_lse[s];  __threadfence();  __syncthreads()
+ *     more: -> part_O[x], part_lse[x];  __threadfence();  __syncthreads()
  *       thread 0: last = atomicAdd(&count[b, u], 1) == b's chunks - 1   (the last resets it)
  *       last block only: __threadfence(); a float4 of a row per thread, FD_MERGE chunks at a time:
  *         lse = log sum_s e^lse_s,  O = sum_s e^(lse_s - lse) O_s  (ld.global.cg)  -> O, lse
