@@ -153,8 +153,8 @@ static __device__ __forceinline__ void pr_row(const attn_bf16 *__restrict__ qr,
 /* The loop on a whiteboard: lesson 06's version 1 (one query row a block) through the block table.
  *
  *   block (b, i, h):  q = Q[b, i, h] * scale * log2(e),  n = keys row i sees of seq_lens[b]
- *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take alternate keys
- *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns of O each)
+ *     keys [0, n), cut into 4 ranges, one per warp; a warp's lane groups take interleaved keys
+ *     lane group:  m = -inf, l = 0, O = 0                        (8 of the d columns per lane)
  *     for each step of FD_STEP keys of the warp's range:        (every K and V load issued first)
  *       page = block_table[b][j / block_size],  slot = page * block_size + j % block_size
  *       s_j = q . K[slot]                                        (16-byte loads, shuffle sum)

@@ -321,7 +321,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     Q tile (zeros past the group's rows) -> shared;  __syncthreads();  Q -> mma fragments
  *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
  *     for each tile t of warp w:
- *       cp.async tile t + FD_STAGES - 1 into its ring buffer; commit (empty past the end)
+ *       cp.async tile t + 4 (FD_STAGES - 1) into its ring buffer; commit (empty past the end)
  *         row r, key k = key0 + r: page = block_table[b][k / bs] -> pool[page * bs + k % bs]
  *       cp.async.wait_group FD_STAGES - 1;  __syncwarp()         (tile t has landed)
  *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
@@ -330,7 +330,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *       __syncwarp()                                             (the buffer may be refilled)
  *     cp.async.wait_all;  each warp's (m, l, O) -> shared memory;  __syncthreads()
  *     a float4 of a row per thread: merge the 4 warps' (m, l, O) -> O / l, lse = (m + log2 l) ln 2
- *     b in one chunk: -> O, lse.  More: -> part_O[s], part_lse[s];  __threadfence();  the last
+ *     b in one chunk: -> O, lse.  More: -> part_O[x], part_lse[x];  __threadfence();  the last
  *     block of (b, u) to count in (atomicAdd on count[b, u]) merges b's chunks by lse -> O, lse
  */
 /** One block per chunk of the batch along x and (KV head, row tile) of its sequence along y. The

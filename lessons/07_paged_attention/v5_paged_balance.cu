@@ -425,8 +425,8 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     warp w, rows of the tile:  m = -inf, l = 0, O = 0          (16 x d in mma fragments)
  *     for each tile t of warp w:
  *       cp.async tile t + 4 (stages - 1) into its ring buffer; commit (empty past the end)
- *         row r, key k: page by __shfl_sync from the lane holding it -> pool[page << shift | k & m]
  *         a new batch of tiles: the next batch's table entries -> registers (not waited on)
+ *         row r, key k: page by __shfl_sync from the lane holding it -> pool[page << shift | k & m]
  *       cp.async.wait_group stages - 1;  __syncwarp()             (tile t has landed)
  *       S = Q K_t^T * scale * log2(e)      (mma m16n8k16; keys past a row's window: -inf)
  *       m_new = max(m, rowmax S),  alpha = 2^(m - m_new),  P = 2^(S - m_new)
@@ -434,7 +434,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *       __syncwarp()                                             (the buffer may be refilled)
  *     cp.async.wait_all;  each warp's (m, l, O) -> shared memory;  __syncthreads()
  *     a float4 of a row per thread: merge the 4 warps' (m, l, O) -> O / l, lse = (m + log2 l) ln 2
- *     b in one chunk: -> O, lse.  More: -> part_O[s], part_lse[s];  __threadfence();  the last
+ *     b in one chunk: -> O, lse.  More: -> part_O[x], part_lse[x];  __threadfence();  the last
  *     block of (b, u) to count in (atomicAdd on count[b, u]) merges b's chunks by lse -> O, lse
  */
 /** Block i of the one-dimensional grid takes unit u = i % units ((KV head, row tile) of its
