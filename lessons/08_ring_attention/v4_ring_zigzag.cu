@@ -39,7 +39,7 @@
  *   (O_r, lse_r) = (0, -inf) for every rank                 l08_state_init(), at step 0
  *   for step s in 0 .. P - 1:
  *     if s + 1 < P:                                         l08_exchange(on_comm = 1), comm stream
- *       comm waits ev[s - 1][COMPUTE_END]                   kv[(s + 1) % 2] held step s - 1's block
+ *       if s > 0: comm waits ev[s - 1][COMPUTE_END]         kv[(s + 1) % 2] held step s - 1's block
  *       every rank: send the block in hand to r + 1, receive the next into kv[(s + 1) % 2]
  *       record ev[s][EXCHANGE_END]
  *     for each rank r:                                      l08_compute_step(), compute stream
@@ -49,7 +49,7 @@
  *         skip (all keys in the future) | whole | diagonal (the kernel's mask)
  *         (O_p, lse_p) = forward(Q chunk, K chunk, V chunk)
  *         (O_r, lse_r) = merge((O_r, lse_r), (O_p, lse_p))     l08_state_merge()
- *       record ev[s][COMPUTE_END]                           2 chunk^2 of work on every rank
+ *       record ev[s][COMPUTE_END]                           causal: 2 chunk^2 on every rank
  *   O_r -> bf16, lse_r -> the outputs; `after` waits on every rank's done    l08_run_end()
  */
 extern "C" cudaError_t l08_run_zigzag(l08_ring *r, cudaStream_t after) {
