@@ -85,11 +85,11 @@ static __device__ __forceinline__ long long nv_at(const nv_mat *m, int b, int zh
 /* The algorithm on a whiteboard, version 1: every quantity of the derivation is a whole matrix in
  * HBM, and each line below is a launch of its own (NV_LAUNCH, at the end of this file).
  *
- *   for each (batch b, query head h):
+ *   for each (batch b, query head h), every (b, h) in the same launch (its grid z):
  *     P  = exp(scale Q K^T - lse)        [Sq x Skv] fp32   masked entries 0 (NV_EXP_F32)
  *     dP = dO V^T                        [Sq x Skv] fp32
  *     D  = rowsum(P o dP)                [Sq]              NV_ROWS: one block per row
- *     dS = P o (dP - D)                  [Sq x Skv]        in place of dP
+ *     dS = P o (dP - D)                  [Sq x Skv]        the same launch, in place of dP
  *     dV = P^T dO                        [Skv x d]         summed over the KV head's query heads
  *     dQ = scale dS K                    [Sq x d]
  *     dK = scale dS^T Q                  [Skv x d]         summed over the KV head's query heads

@@ -169,7 +169,7 @@ static __device__ __forceinline__ void accumulate_t(float acc[MB_DT][4], float x
  *       cp.async.wait_group 0; __syncthreads               K_j, V_j are in; tile j - 1 is done
  *       K_j+1, V_j+1 -> buffer (j + 1) % 2
  *       S = Q_w K_j^T;  dP = dO_w V_j^T
- *       dS = exp2(S scale log2e - lse) o (dP - D), 0 where masked, if j >= whole or rows are ragged
+ *       dS = exp2(S scale log2e - lse log2e) o (dP - D), 0 where masked: j >= whole, ragged rows
  *       dQ_w += dS K_j                                     registers: one owner, one order
  *     dQ_w = scale dQ_w -> bf16                            written once
  */
