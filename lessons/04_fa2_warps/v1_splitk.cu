@@ -18,8 +18,9 @@
  * Softmax needs the row maximum over all 32 keys, which is spread over 4 warps: each warp writes
  * its partial maximum to shared memory and the block waits at a barrier before reading the
  * others'. The row sum and the O partials stay per warp (they share the maximum, so they rescale
- * alike) and are added through shared memory at the end, four barriers more.
- * Per KV tile: 3 block barriers (load, loaded, maxima exchanged); at the end 4 more.
+ * alike) and are added through shared memory at the end, five barriers more.
+ * Per KV tile: 3 block barriers (load, loaded, maxima exchanged); at the end 5 more (one before
+ * the warps take turns, one after each of the 4 turns).
  *
  * Why: the baseline of version 2, which changes only the partition inside the block, so the next
  * diff is FlashAttention-2's second change alone.

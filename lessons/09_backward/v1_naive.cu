@@ -4,7 +4,7 @@
  *        [batch, heads, seq_q, seq_kv] fp32 matrices in HBM, and each of the five products is its
  *        own kernel.
  *
- * What changed: this is the first version. Seven launches, in order:
+ * What changed: this is the first version. Six launches, in order:
  *  1. P = exp(scale Q K^T - L), masked entries 0: a tiled fp32 GEMM whose epilogue applies the
  *     exponential with the forward's log-sum-exp L, written to P.
  *  2. dP = dO V^T: the same GEMM, written to the dS buffer.
@@ -83,7 +83,7 @@ static __device__ __forceinline__ long long nv_at(const nv_mat *m, int b, int zh
 }
 
 /* The algorithm on a whiteboard, version 1: every quantity of the derivation is a whole matrix in
- * HBM, and each line below is a launch of its own (NV_LAUNCH, at the end of this file).
+ * HBM, and each line below is a launch of its own but dS, which shares D's (NV_LAUNCH, at the end).
  *
  *   for each (batch b, query head h), every (b, h) in the same launch (its grid z):
  *     P  = exp(scale Q K^T - lse)        [Sq x Skv] fp32   masked entries 0 (NV_EXP_F32)
