@@ -416,8 +416,9 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *   sequences' chunks first):  warp 0 finds the sequence b of chunk x;  __syncthreads()
  *   s = x - b's first;  keys [s cb, (s + 1) cb), cb = len_b / b's chunks rounded up (even chunks
  *   of the plan's length, l07_balance_chunk()), clipped to what the tile's last row of b sees
- *     warp w takes the 16-key tiles t = w, w + 4, ...; `stages` of them in its ring: FD_STAGES
- *     (one block per SM) if the batch fits one wave, else half (two per SM; fd_body() twice)
+ *     warp w takes the 16-key tiles t = w, w + 4, ...; `stages` of them in its ring (FD_RING()):
+ *     FD_STAGES (one block per SM) if the batch fits one wave, or mixed lengths one wave of the
+ *     half ring; else half (two per SM; fd_body() twice)
  *     Q tile (zeros past the group's rows) -> shared by cp.async, a group of its own; commit
  *     warp w: the table entries of its first two batches of tiles -> registers
  *     warp w: cp.async its first stages - 1 tiles of K and V, one commit each
