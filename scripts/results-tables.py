@@ -11,8 +11,10 @@ its lessons: a lesson README (and its NOTES.md) its own lesson's; the top README
 per lesson of lessons/, each from that lesson's newest folder (with FOLDER, every row from FOLDER).
 So a partial run (gpu-suite.sh with LESSONS=6) serves its lessons and leaves the others on the last
 whole run.
-Layout (docs/results/README.md describes it): lessons.csv (required), peers.csv, ncu.txt, gpu-suite.log, nvidia-smi.txt,
-accuracy-lesson09.csv and memory-lesson09.csv (bench/lesson09_peers.py's other two tables). A figure
+Layout (docs/results/README.md describes it): lessons.csv, peers.csv, ncu.txt, gpu-suite.log,
+nvidia-smi.txt, accuracy-lesson09.csv and memory-lesson09.csv (bench/lesson09_peers.py's other two
+tables). A folder without lessons.csv is read only where a region names it (a transcript run: its
+gpu-suite.log) and is never a lesson's newest folder. A figure
 whose file is missing is written as a placeholder that says which suite phase produces it.
 
 A region is every line between two markers in README.md, lessons/*/README.md or lessons/*/NOTES.md
