@@ -15,7 +15,7 @@ status 1.
 
     python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
-        [--batch B] [--heads H1,H2] [--csv FILE] [--out DIR]
+        [--batch B] [--heads H1,H2] [--peak-gbs G] [--csv FILE] [--out DIR]
 
 --batch and --heads replace the papers' rule (batch = 16384 / seq, heads = 2048 / dim): with
 --heads 64,66 at --batch 1 --seqs 4096 the grid holds 2048 and 2112 blocks of 128 query rows, 15.5
@@ -25,24 +25,36 @@ and 16.0 waves of 132, which shows what the last, partly filled wave costs each 
 first NULL). The kernels are built for sm_90a: on any other device the script says so in one line
 and exits 0 with nothing measured.
 
-The FP8 version (dim 128 only) runs twice: as the harness times it, converting Q, K and V first
-(its `vN-fp8-e4m3` row), and its kernel alone on tensors converted before the timing
-(`fp8-kernel-only`); its output is checked against flash's with the FP8 tolerance. Beside it,
-cuDNN's FP8 attention (`cudnn-fp8`, the nvidia-cudnn-frontend graph, from .peers/ when it is not
-installed: bench/cudnn_peer.py) on the same e4m3 values and per-tensor scales, timed alone as the
-lesson's kernel is; without the frontend its rows are errors saying why.
+The FP8 versions (dim 128 only) are version 6 (`fp8-e4m3`, one scale per tensor) and version 7
+(`fp8-tiles`, one power-of-two scale per tile of 128 rows, converted in one pass). Each selected one
+runs three ways: as the harness times it, converting Q, K and V first (its `vN-fp8-...` row, on
+a workspace allocated once, as the harness passes one; l05_forward allocates one per call); its
+kernel alone, on a workspace its conversion filled once before the timing (`fp8-kernel-only` for
+version 6, `fp8t-kernel-only` for version 7), its output checked against flash's with the FP8
+tolerance; and its conversion alone, on a workspace of its own (`fp8-convert`, `fp8t-convert`).
+A conversion has no output to check and no FLOPs: its figure is the bytes any conversion must move
+over its median time, each bf16 value of Q, K and V read once and its e4m3 written once (3 bytes a
+value, the scales not counted), in GB/s and as a percentage of the HBM peak (2 x memory clock x bus
+width, bench/lesson02_peers.py's hbm_peak_gbs; --peak-gbs replaces it). A library without version
+7's entry points (l05_fp8t_*) still loads; version 7's kernel-alone and conversion rows are
+then errors saying so. Beside version 6, cuDNN's FP8 attention (`cudnn-fp8`, the nvidia-cudnn-frontend graph, from .peers/ when
+it is not installed: bench/cudnn_peer.py) on the same e4m3 values and per-tensor scales, timed
+alone as the lesson's kernel is; without the frontend its rows are errors saying why.
 
-Every output is also checked against a float64 reference on sampled rows (the first and last
-batch and head, 33 rows spread over the sequence, from the bf16 inputs): its largest error and
-relative L2 error go into accuracy-lesson05.csv beside peers-lesson05.csv (--out), one row per
-implementation and shape, and the FP8 table at the end prints them.
+Every attention output is also checked against a float64 reference on sampled rows (the first
+and last batch and head, 33 rows spread over the sequence, from the bf16 inputs): its largest
+error and relative L2 error go into accuracy-lesson05.csv beside peers-lesson05.csv (--out), one
+row per implementation and shape, and the FP8 table at the end prints them.
 
-Prints one line per measurement (`l05 impl=... dim=... causal=... seq=... ms=... tflops=...`),
-then a table with the best bf16 lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's
-version 7, beside the FP8 figures.
+Prints one line per measurement (`l05 impl=... dim=... causal=... seq=... ms=... tflops=...`; a
+conversion's line has `gbs=... pct_hbm=...` in place of tflops), then a table with the best bf16
+lesson-05 version over SDPA flash, SDPA cuDNN and lesson 04's version 7, then the FP8 figures: both
+kernels alone and cuDNN's FP8, both versions end to end over version 5, the conversions' GB/s and
+the errors against float64.
 
 With --out DIR (or $PEERS_OUT) every figure is also a row of DIR/peers-lesson05.csv, in the columns
-of bench/peer_timing.py; --csv FILE keeps its own short format.
+of bench/peer_timing.py (a conversion's row fills bytes, gbs and pct_hbm, and leaves tflops, check
+and max_abs empty); --csv FILE keeps its own short format (tflops empty for a conversion).
 """
 import argparse
 import csv as csv_module
@@ -55,12 +67,26 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cudnn_peer import cudnn_handle, default_picks, fp8_inputs, fp8_sdpa, fp64_rows, row_errors
+from lesson02_peers import hbm_peak_gbs
 from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
 
 # Lesson 04's version timed beside lesson 05's: its fastest, the kernel lesson 05 starts from.
 L04_BEST = 7
-# The FP8 version's kernel timed alone, on tensors converted before the timing.
+# Version 6's kernel (one scale per tensor) timed alone, on tensors converted before the timing.
 FP8_KERNEL = "fp8-kernel-only"
+# Version 7's kernel (one power-of-two scale per tile of 128 rows), timed the same way.
+FP8T_KERNEL = "fp8t-kernel-only"
+# Each FP8 version's conversion of Q, K and V timed alone.
+FP8_CONVERT = "fp8-convert"
+FP8T_CONVERT = "fp8t-convert"
+# The FP8 versions by the name the library gives them: the prefix of their C entry points, the row
+# of their kernel alone and the row of their conversion alone.
+FP8_E4M3, FP8_TILES = "fp8-e4m3", "fp8-tiles"
+FP8_PARTS = {FP8_E4M3: ("l05_fp8", FP8_KERNEL, FP8_CONVERT),
+             FP8_TILES: ("l05_fp8t", FP8T_KERNEL, FP8T_CONVERT)}
+# The bytes a conversion must move: each bf16 value of Q, K and V read once (2 bytes) and its e4m3
+# written once (1 byte); the scales are not counted.
+CONVERT_BYTES_PER_VALUE = 3
 # FP8's check against flash's output: e4m3 keeps 4 significant bits, so V and P are each rounded
 # by up to 2^-4 of themselves; an output row can be as close to one V row as the softmax allows,
 # so its error is bounded by about 2^-3 of the largest |V|.
@@ -81,17 +107,36 @@ def load_lib(path):
     for f in (lib.l04_version_name, lib.l05_version_name):
         f.restype = ctypes.c_char_p
         f.argtypes = [ctypes.c_int]
-    # The FP8 version's two halves, to time its kernel without the conversion.
-    lib.l05_fp8_workspace_bytes.restype = ctypes.c_size_t
-    lib.l05_fp8_workspace_bytes.argtypes = [ctypes.c_int] * 6
-    lib.l05_fp8_quantize.restype = ctypes.c_int
-    lib.l05_fp8_quantize.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 6 + [
+    # Each FP8 version's two halves, to time its kernel and its conversion apart. Version 6's are
+    # required; a build older than version 7 lacks version 7's, and only its rows say so.
+    fp8 = {"l05_fp8": fp8_entry_points(lib, "l05_fp8")}
+    try:
+        fp8["l05_fp8t"] = fp8_entry_points(lib, "l05_fp8t")
+    except AttributeError as e:
+        fp8["l05_fp8t"] = (f"{os.path.basename(path)} lacks version 7's entry points "
+                           f"l05_fp8t_* ({e})").replace("\n", " ")
+    return lib, fp8
+
+
+def fp8_entry_points(lib, prefix):
+    """An FP8 version's entry points (PREFIX_workspace_bytes, _quantize, _attention, _forward, the
+    same signatures for versions 6 and 7) with their ctypes signatures, as a dict by suffix;
+    AttributeError when the library lacks one."""
+    fns = {part: getattr(lib, f"{prefix}_{part}")
+           for part in ("workspace_bytes", "quantize", "attention", "forward")}
+    fns["workspace_bytes"].restype = ctypes.c_size_t
+    fns["workspace_bytes"].argtypes = [ctypes.c_int] * 6
+    fns["quantize"].restype = ctypes.c_int
+    fns["quantize"].argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int] * 6 + [
         ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    lib.l05_fp8_attention.restype = ctypes.c_int
-    lib.l05_fp8_attention.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-                                      ctypes.c_void_p] + [ctypes.c_int] * 7 + [ctypes.c_float,
-                                                                              ctypes.c_void_p]
-    return lib
+    fns["attention"].restype = ctypes.c_int
+    fns["attention"].argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                                 ctypes.c_void_p] + [ctypes.c_int] * 7 + [ctypes.c_float,
+                                                                         ctypes.c_void_p]
+    fns["forward"].restype = ctypes.c_int
+    fns["forward"].argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int] * 7 + [
+        ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    return fns
 
 
 def lesson_versions(lib):
@@ -119,6 +164,8 @@ def main():
                     help="sequences per call (default: 16384 / seq)")
     ap.add_argument("--heads", default="",
                     help="query heads, comma-separated (default: 2048 / dim)")
+    ap.add_argument("--peak-gbs", type=float, default=0.0,
+                    help="HBM peak in GB/s for pct_hbm (default: 2 x memory clock x bus width)")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson05.csv (default: $PEERS_OUT; neither: no CSV)")
@@ -132,7 +179,7 @@ def main():
         print(f"lesson05_peers: lesson 05 needs sm_90 (Hopper); {dev.name} is "
               f"sm_{dev.major}{dev.minor}; nothing measured")
         return 0
-    lib = load_lib(a.lib)
+    lib, fp8_fns = load_lib(a.lib)
     known = lesson_versions(lib)
     versions = [int(x) for x in a.versions.split(",") if x] or known
     for ver in versions:
@@ -148,6 +195,9 @@ def main():
     fe, handle, fe_note = cudnn_handle(root)
     print(f"cuDNN FP8 peer: {fe_note}" if fe is not None else
           f"cuDNN FP8 peer: UNAVAILABLE, its rows are errors: {fe_note}", flush=True)
+    peak = hbm_peak_gbs(torch.cuda.current_device(), a.peak_gbs)
+    if any(names[v] in FP8_PARTS for v in versions):
+        print(f"HBM peak: {peak:.0f} GB/s (the conversions' pct_hbm divides by it)", flush=True)
     flush = L2Flush()
     out = PeerCsv(5, peers_out_dir(a.out))
     accuracy = []
@@ -196,26 +246,70 @@ def main():
                         continue  # FP8 is built for dim 128 only
                     impls[name] = lesson(lib.l05_forward, ver, "l05")
                 ours = set(vnames) | {l04_name}
-                ws = None
-                if dim == 128 and any("fp8" in n for n in vnames):
-                    # the FP8 kernel alone, on tensors converted once before the timing
-                    nbytes = lib.l05_fp8_workspace_bytes(batch, heads, heads, seq, seq, dim)
-                    ws = torch.empty(nbytes, device="cuda", dtype=torch.uint8)
-                    err = lib.l05_fp8_quantize(q.data_ptr(), k.data_ptr(), v.data_ptr(), batch,
-                                               heads, heads, seq, seq, dim, ws.data_ptr(), nbytes,
-                                               stream)
-                    if err != 0:
-                        raise RuntimeError(f"l05_fp8_quantize returned CUDA error {err}")
+                # Each selected FP8 version's kernel alone and conversion alone, on workspaces of
+                # their own (by row name; freed with the shape's tensors).
+                ws, moved, converts = {}, {}, {}
+                kv_heads = heads
+                values = batch * seq * heads * dim + 2 * batch * seq * kv_heads * dim  # Q; K, V
 
-                    def fp8_kernel():
-                        err = lib.l05_fp8_attention(ws.data_ptr(), nbytes, o.data_ptr(),
-                                                    lse.data_ptr(), batch, heads, heads, seq, seq,
-                                                    dim, causal, dim ** -0.5, stream)
-                        if err != 0:
-                            raise RuntimeError(f"l05_fp8_attention returned CUDA error {err}")
-                    impls[FP8_KERNEL] = fp8_kernel
-                    ours.add(FP8_KERNEL)
-                    # cuDNN's FP8 attention on the same e4m3 values, built once per shape
+                def refused(err):
+                    def run():
+                        raise RuntimeError(err)
+                    return run
+                for ver in (versions if dim == 128 else []):
+                    if names[ver] not in FP8_PARTS:
+                        continue
+                    prefix, kernel_row, convert_row = FP8_PARTS[names[ver]]
+                    ours |= {kernel_row, convert_row}
+                    moved[convert_row] = CONVERT_BYTES_PER_VALUE * values
+                    fns = fp8_fns[prefix]
+                    nbytes = 0 if isinstance(fns, str) else fns["workspace_bytes"](
+                        batch, heads, heads, seq, seq, dim)
+                    if nbytes == 0:
+                        why = fns if isinstance(fns, str) else (
+                            f"{prefix}_workspace_bytes returned 0 for this shape")
+                        impls[kernel_row] = converts[convert_row] = refused(why)
+                    else:
+                        vrow = vnames[versions.index(ver)]
+                        for row in (kernel_row, convert_row, vrow):
+                            ws[row] = torch.empty(nbytes, device="cuda", dtype=torch.uint8)
+
+                        def end_to_end(row=vrow, forward=fns["forward"], nbytes=nbytes,
+                                       prefix=prefix):
+                            # conversion and kernel, as the lesson's program times them: on a
+                            # workspace allocated once (l05_forward allocates one per call, and a
+                            # stream-ordered pool that releases at each synchronisation makes
+                            # that a fresh allocation every time)
+                            err = forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                          lse.data_ptr(), batch, heads, heads, seq, seq, dim,
+                                          causal, dim ** -0.5, ws[row].data_ptr(), nbytes, stream)
+                            if err != 0:
+                                raise RuntimeError(f"{prefix}_forward returned CUDA error {err}")
+                        impls[vrow] = end_to_end
+
+                        def convert(row=convert_row, quantize=fns["quantize"], nbytes=nbytes,
+                                    prefix=prefix):
+                            err = quantize(q.data_ptr(), k.data_ptr(), v.data_ptr(), batch, heads,
+                                           heads, seq, seq, dim, ws[row].data_ptr(), nbytes, stream)
+                            if err != 0:
+                                raise RuntimeError(f"{prefix}_quantize returned CUDA error {err}")
+                        converts[convert_row] = convert
+
+                        def fp8_kernel(row=kernel_row, attention=fns["attention"], nbytes=nbytes,
+                                       prefix=prefix):
+                            err = attention(ws[row].data_ptr(), nbytes, o.data_ptr(),
+                                            lse.data_ptr(), batch, heads, heads, seq, seq, dim,
+                                            causal, dim ** -0.5, stream)
+                            if err != 0:
+                                raise RuntimeError(f"{prefix}_attention returned CUDA error {err}")
+                        try:  # the kernel's inputs, converted once before the timing
+                            convert(row=kernel_row)
+                            impls[kernel_row] = fp8_kernel
+                        except RuntimeError as e:
+                            impls[kernel_row] = refused(str(e))
+                    if names[ver] != FP8_E4M3:
+                        continue
+                    # cuDNN's FP8 attention on version 6's e4m3 values, built once per shape
                     cudnn_out = None
                     try:
                         if fe is None:
@@ -224,22 +318,33 @@ def main():
                         impls[CUDNN_FP8], cudnn_out, _ = fp8_sdpa(
                             fe, handle, q8, k8, v8, descales, vmax, causal, dim ** -0.5)
                     except Exception as e:
-                        err = f"{type(e).__name__}: {e}".replace("\n", " ")
-
-                        def cudnn_fp8_refused(err=err):
-                            raise RuntimeError(err)
-                        impls[CUDNN_FP8] = cudnn_fp8_refused
+                        impls[CUDNN_FP8] = refused(f"{type(e).__name__}: {e}".replace("\n", " "))
+                impls.update(converts)  # the conversions last, after every kernel
 
                 picks = default_picks(batch, heads, seq)
                 ref64 = fp64_rows(q, k, v, causal, dim ** -0.5, picks)
-                res = {}
+                res, gbs = {}, {}  # TFLOP/s of the attention rows, GB/s of the conversions
                 shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
                              seq_kv=seq, dim=dim, causal=causal)
                 what = "attention forward, causal counted as half the pairs"
+                what_convert = ("Q, K, V bf16 to e4m3 alone; bytes: each value read (2 B) and "
+                                "written (1 B) once")
                 for name, fn in impls.items():
                     try:
                         got = fn()
                         torch.cuda.synchronize()
+                        if name in moved:  # a conversion alone: nothing to check, bytes over time
+                            ms, best = timings(fn, flush, a.iters, a.warmup)
+                            gbs[name] = moved[name] / (ms * 1e-3) / 1e9
+                            pct = 100.0 * gbs[name] / peak if peak == peak else float("nan")
+                            print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} "
+                                  f"batch={batch} heads={heads} ms={ms:.4f} gbs={gbs[name]:.1f} "
+                                  f"pct_hbm={pct:.1f}", flush=True)
+                            csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},")
+                            out.row(impl=name, what=what_convert, bytes=moved[name],
+                                    ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs[name]:.2f}",
+                                    pct_hbm=f"{pct:.2f}" if pct == pct else "", **shape)
+                            continue
                         note, diff, check = "", None, ""
                         if name in ours or name == CUDNN_FP8:
                             got = o.float() if name in ours else cudnn_out()
@@ -272,9 +377,9 @@ def main():
                         if name in ours:
                             status = 1
                         print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
-                        out.row(impl=name, what=what, check=f"error: {e}".replace("\n", " "),
-                                **shape)
-                rows.append((dim, causal, seq, batch, heads, res))
+                        out.row(impl=name, what=what_convert if name in moved else what,
+                                check=f"error: {e}".replace("\n", " "), **shape)
+                rows.append((dim, causal, seq, batch, heads, res, gbs))
                 del q, k, v, o, lse, qt, kt, vt, ref, ws, ref64
                 impls.clear()
     wrote_csv = out.file is not None
@@ -290,12 +395,13 @@ def main():
         with open(a.csv, "w") as f:
             f.write("impl,dim,causal,seq,batch,heads,ms,tflops\n" + "\n".join(csv) + "\n")
     print(f"\nTFLOP/s (causal counted as half the pairs); l04 = lesson 04's {l04_name[4:]}; best "
-          f"among the bf16 versions; fp8k = the FP8 kernel alone ({FP8_KERNEL})")
+          f"among the bf16 versions; fp8k = version 6's FP8 kernel alone ({FP8_KERNEL})")
     print(f"{'dim':>4} {'causal':>6} {'seq':>6} {'batch':>5} {'heads':>5} {'flash':>7} {'cudnn':>7} {'l04':>7} " +
           " ".join(f"{'v' + str(v):>6}" for v in versions) +
           f" {'fp8k':>6} {'best':>5} {'tflops':>7} {'best/flash':>10} {'best/cudnn':>10}"
           f" {'best/l04':>8}")
-    for dim, causal, seq, batch, heads, res in rows:
+    for dim, causal, seq, batch, heads, res, _ in rows:
+        # every FP8 name holds "fp8": v6-fp8-e4m3, v7-fp8-tiles (and fp8-..., fp8t-..., cudnn-fp8)
         best_ver, best = max(((v, res.get(n, 0.0)) for v, n in zip(versions, vnames)
                               if "fp8" not in n), key=lambda t: t[1], default=(None, 0.0))
         tag = f"v{best_ver}" if best > 0 else "-"
@@ -304,24 +410,40 @@ def main():
               " ".join(f"{res.get(n, 0.0):>6.1f}" for n in vnames) +
               f" {res.get(FP8_KERNEL, 0.0):>6.1f} {tag:>5} {best:>7.1f} {best / fl if fl else 0:>10.2f}"
               f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
-    fp8 = [r for r in rows if r[0] == 128 and (r[5].get(FP8_KERNEL) or r[5].get(CUDNN_FP8))]
+    # the FP8 versions end to end (conversion timed), by the name the library gives them
+    e2e = {names[v]: n for v, n in zip(versions, vnames)}
+    v6, v7 = e2e.get(FP8_E4M3), e2e.get(FP8_TILES)
+    fp8 = [r for r in rows if r[0] == 128 and (r[6] or any(
+        r[5].get(n) for n in (FP8_KERNEL, FP8T_KERNEL, CUDNN_FP8, v6, v7) if n))]
     if fp8:
         err = {(x["impl"], x["causal"], x["seq"]): x for x in accuracy}
         v5 = next((n for n in vnames if n.startswith("v5-")), None)
-        print("\nFP8 at dim 128 (TFLOP/s; kernel alone, inputs converted before the timing) and "
-              "the error against float64 on sampled rows (relative L2)")
-        print(f"{'causal':>6} {'seq':>6} {'fp8k':>7} {'cudnn-fp8':>9} {'fp8k/cudnn':>10} "
-              f"{'fp8k/v5':>7} {'err fp8k':>9} {'err cudnn':>9} {'err v5':>9}")
-        for dim, causal, seq, batch, heads, res in fp8:
-            fk, cf = res.get(FP8_KERNEL, 0.0), res.get(CUDNN_FP8, 0.0)
-            b5 = res.get(v5, 0.0) if v5 else 0.0
+        print(f"\nFP8 at dim 128: TFLOP/s of the kernels alone, on inputs converted before the "
+              f"timing (fp8k: version 6's, {FP8_KERNEL};\nfp8tk: version 7's, {FP8T_KERNEL}), "
+              f"and of cuDNN's FP8 ({CUDNN_FP8}); v6/v5, v7/v5: versions 6 and 7 end to end\n"
+              f"(conversion timed) over version 5; cvt6, cvt7: the conversions alone "
+              f"({FP8_CONVERT}, {FP8T_CONVERT}), GB/s of {CONVERT_BYTES_PER_VALUE} bytes\na value "
+              f"of Q, K and V (HBM peak {peak:.0f} GB/s); the error against float64 on sampled "
+              f"rows (relative L2)")
+        print(f"{'causal':>6} {'seq':>6} {'fp8k':>6} {'fp8tk':>6} {'cudnn-fp8':>9} "
+              f"{'fp8k/cudnn':>10} {'fp8k/v5':>7} {'fp8tk/v5':>8} {'v6/v5':>5} {'v7/v5':>5} "
+              f"{'cvt6':>5} {'cvt7':>5} {'err fp8k':>9} {'err fp8tk':>9} {'err cudnn':>9} "
+              f"{'err v5':>9}")
+        for dim, causal, seq, batch, heads, res, gbs in fp8:
+            fk, ft, cf = (res.get(n, 0.0) for n in (FP8_KERNEL, FP8T_KERNEL, CUDNN_FP8))
+            b5, e6, e7 = (res.get(n, 0.0) if n else 0.0 for n in (v5, v6, v7))
+
+            def over(x, y):
+                return x / y if y else 0
 
             def e(name):
                 x = err.get((name, causal, seq))
                 return x["rel_l2"] if x else "-"
-            print(f"{causal:>6} {seq:>6} {fk:>7.1f} {cf:>9.1f} {fk / cf if cf else 0:>10.2f} "
-                  f"{fk / b5 if b5 else 0:>7.2f} {e(FP8_KERNEL):>9} {e(CUDNN_FP8):>9} "
-                  f"{e(v5) if v5 else '-':>9}")
+            print(f"{causal:>6} {seq:>6} {fk:>6.1f} {ft:>6.1f} {cf:>9.1f} {over(fk, cf):>10.2f} "
+                  f"{over(fk, b5):>7.2f} {over(ft, b5):>8.2f} {over(e6, b5):>5.2f} "
+                  f"{over(e7, b5):>5.2f} {gbs.get(FP8_CONVERT, 0.0):>5.0f} "
+                  f"{gbs.get(FP8T_CONVERT, 0.0):>5.0f} {e(FP8_KERNEL):>9} {e(FP8T_KERNEL):>9} "
+                  f"{e(CUDNN_FP8):>9} {e(v5) if v5 else '-':>9}")
     return status
 
 

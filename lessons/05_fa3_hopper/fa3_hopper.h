@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 6
+#define L05_VERSIONS 7
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -206,6 +206,32 @@ cudaError_t l05_fp8_forward(const void *q, const void *k, const void *v, void *o
                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                             int causal, float scale, void *workspace, size_t workspace_bytes,
                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 with a scale per tile (version 7, head dimension 128)
+ * Version 7 converts in one pass: each tile of 128 rows of Q (one head) and of 128 keys of K and
+ * of V (one KV head) gets its own power-of-two scale, chosen from the tile's largest |x| by the
+ * block that converts it, stored beside the e4m3 values (fp8_workspace.cuh); the kernel undoes
+ * them tile by tile. The same shapes, workspace and halves as version 6.
+ *  @{ */
+/** Workspace bytes version 7 needs for a shape (0 for a shape it cannot run, as version 6). */
+size_t l05_fp8t_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Quantise bf16 Q, K, V into @p workspace with a scale per tile, in one launch. */
+cudaError_t l05_fp8t_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 7's attention kernel on a workspace l05_fp8t_quantize() filled. */
+cudaError_t l05_fp8t_attention(const void *workspace, size_t workspace_bytes, void *o, float *lse,
+                               int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                               int causal, float scale, cudaStream_t stream);
+
+/** Both: quantise, then attend (what the harness times for version 7). */
+cudaError_t l05_fp8t_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
 /** @} */
 
 /**

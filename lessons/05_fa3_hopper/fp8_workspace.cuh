@@ -1,12 +1,17 @@
 /** @file
- * @brief Where version 6 keeps its FP8 tensors in the workspace, shared by the conversion kernels
- * (fp8_quant.cu) and the attention kernel (v6_fp8.cu).
+ * @brief Where versions 6 and 7 keep their FP8 tensors in the workspace, shared by the conversion
+ * kernels (fp8_quant.cu, fp8_quant_tiles.cu) and the attention kernels (v6_fp8.cu,
+ * v7_fp8_tiles.cu).
  *
  * [0, 16): the largest |x| of Q, K and V as float bits (atomicMax on the bits orders non-negative
  * floats correctly); then, each at a 256-byte boundary, Q in e4m3 [batch, seq_q, heads, dim], K in
  * e4m3 [batch, seq_kv, kv_heads, dim], and V transposed, [batch, kv_heads, dim, keys], its keys
  * padded with zeros to a multiple of L05_FP8_KEY_PAD and permuted inside each group of 32
- * (l05_fp8_key() says which key sits at a position).
+ * (l05_fp8_key() says which key sits at a position). Then version 7's scales, each the power of
+ * two that turns a tile's e4m3 values back (descale): Q's, one float per [batch, heads, Q tile of
+ * L05_FP8_KEY_PAD rows]; K's and V's together, one pair {K's, V's} per [batch, kv_heads, KV tile
+ * of L05_FP8_KEY_PAD keys].
+ * Version 6 reads the first 16 bytes and ignores the tile scales; version 7 the reverse.
  */
 #ifndef L05_FP8_WORKSPACE_CUH
 #define L05_FP8_WORKSPACE_CUH
@@ -23,8 +28,12 @@ typedef struct l05_fp8_layout {
   size_t q;     /**< Q, e4m3 */
   size_t k;     /**< K, e4m3 */
   size_t vt;    /**< V transposed, e4m3 */
+  size_t dq;    /**< version 7: Q's descale per (batch, head, Q tile), float */
+  size_t dkv;   /**< version 7: {K's, V's descale} per (batch, kv head, KV tile), float2 */
   size_t bytes; /**< the whole workspace */
   int seq_pad;  /**< keys per (batch, kv head, dim) row of the transposed V */
+  int q_tiles;  /**< Q tiles of L05_FP8_KEY_PAD rows per (batch, head) */
+  int kv_tiles; /**< KV tiles of L05_FP8_KEY_PAD keys per (batch, kv head): seq_pad / 128 */
 } l05_fp8_layout;
 
 /** Round @p x up to a multiple of 256. */
@@ -40,7 +49,11 @@ static inline l05_fp8_layout l05_fp8_layout_of(int batch, int heads, int kv_head
   l.q = 256;
   l.k = l.q + l05_fp8_align((size_t)batch * seq_q * heads * dim);
   l.vt = l.k + l05_fp8_align((size_t)batch * seq_kv * kv_heads * dim);
-  l.bytes = l.vt + l05_fp8_align((size_t)batch * kv_heads * dim * l.seq_pad);
+  l.q_tiles = (seq_q + L05_FP8_KEY_PAD - 1) / L05_FP8_KEY_PAD;
+  l.kv_tiles = l.seq_pad / L05_FP8_KEY_PAD;
+  l.dq = l.vt + l05_fp8_align((size_t)batch * kv_heads * dim * l.seq_pad);
+  l.dkv = l.dq + l05_fp8_align((size_t)batch * heads * l.q_tiles * sizeof(float));
+  l.bytes = l.dkv + l05_fp8_align((size_t)batch * kv_heads * l.kv_tiles * 2 * sizeof(float));
   return l;
 }
 

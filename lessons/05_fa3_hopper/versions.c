@@ -8,8 +8,24 @@
 #include "fa2_warps.h"
 #include "fa3_hopper.h"
 
-/** The FP8 version's number: it takes a workspace, so it is not in kLaunch. */
+/** The first FP8 version's number: versions from it on take a workspace, so they are not in
+ * kLaunch. */
 #define L05_FP8_VERSION 6
+
+/** An FP8 version's two entry points: the bytes of its workspace, and conversion plus kernel. */
+typedef struct l05_fp8_entry {
+  size_t (*workspace_bytes)(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+  cudaError_t (*forward)(const void *q, const void *k, const void *v, void *o, float *lse,
+                         int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                         int causal, float scale, void *workspace, size_t workspace_bytes,
+                         cudaStream_t stream);
+} l05_fp8_entry;
+
+/* [version - L05_FP8_VERSION]: versions 6 (a scale per tensor) and 7 (a scale per tile) */
+static const l05_fp8_entry kFp8[L05_VERSIONS - L05_FP8_VERSION + 1] = {
+    {l05_fp8_workspace_bytes, l05_fp8_forward},
+    {l05_fp8t_workspace_bytes, l05_fp8t_forward},
+};
 
 /* [version - 1][0: dim 64, 1: dim 128], versions 1-5 */
 static const l05_launch_fn kLaunch[L05_FP8_VERSION - 1][2] = {
@@ -24,15 +40,16 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
   if (version < 1 || version > L05_VERSIONS || (dim != 64 && dim != 128))
     return cudaErrorInvalidValue;
   if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
-  if (version == L05_FP8_VERSION) {
-    /* The FP8 version's workspace, allocated and freed in stream order around the call. */
-    const size_t bytes = l05_fp8_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
+  if (version >= L05_FP8_VERSION) {
+    /* An FP8 version's workspace, allocated and freed in stream order around the call. */
+    const l05_fp8_entry *f8 = &kFp8[version - L05_FP8_VERSION];
+    const size_t bytes = f8->workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
     if (bytes == 0) return cudaErrorInvalidValue;
     void *ws = NULL;
     cudaError_t e = cudaMallocAsync(&ws, bytes, stream);
     if (e != cudaSuccess) return e;
-    e = l05_fp8_forward(q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, dim, causal, scale,
-                        ws, bytes, stream);
+    e = f8->forward(q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, dim, causal, scale, ws,
+                    bytes, stream);
     const cudaError_t f = cudaFreeAsync(ws, stream);
     return e != cudaSuccess ? e : f;
   }
@@ -46,13 +63,15 @@ static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s
                      p->kv_heads, p->seq_q, p->seq_kv, p->causal, attn_scale(p), s);
 }
 
-/* The FP8 version through the harness's workspace: the conversion and the kernel, both timed. */
+/* An FP8 version through the harness's workspace: the conversion and the kernel, both timed. */
 static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return l05_fp8_forward(a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q,
-                         p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace,
-                         a->workspace_bytes, s);
+  return kFp8[a->version - L05_FP8_VERSION].forward(
+      a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim,
+      p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
 }
 
+/* Versions 6 and 7 share one workspace layout (fp8_workspace.cuh): the harness asks once per row,
+ * without the version's number, so both give the same bytes. */
 static size_t fp8_workspace(const attn_problem *p) {
   return l05_fp8_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
 }
@@ -118,6 +137,16 @@ static const attn_version kVersions[L05_ROWS] = {
      .launch = run},
     {.name = "fp8-e4m3",
      .summary = "+ FP8: e4m3 Q, K, V^T (keys permuted to P's register order); conversion timed",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
+    {.name = "fp8-tiles",
+     .summary = "+ a power-of-two scale per 128-row tile: a one-pass conversion; conversion timed",
      .kind = ATTN_DENSE,
      .dtype = ATTN_BF16,
      .min_sm = 90,

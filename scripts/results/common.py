@@ -169,7 +169,10 @@ VERSIONS = {
         ["6", "`v6_fp8.cu`", "fp8-e4m3", "version 5 on e4m3 Q, K and V^T (keys permuted to the "
          "order a thread holds P), one scale per tensor, dim 128; the conversion is timed with it",
          "384"],
-        ["7", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["7", "`v7_fp8_tiles.cu`", "fp8-tiles", "a power-of-two scale per tile of 128 rows of Q, "
+         "K and V: the conversion in one pass (`fp8_quant_tiles.cu`), the descales applied tile by "
+         "tile; the conversion is timed with it", "384"],
+        ["8", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

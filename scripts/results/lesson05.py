@@ -8,6 +8,10 @@ from .lesson04 import l04_shape
 # ---- Lesson 05 ------------------------------------------------------------------------------------
 
 L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
+# Each FP8 version's rows of peers.csv beside its end-to-end row: (version name, its kernel alone,
+# its conversion alone); an archive holds the versions its library had.
+L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
+                ("fp8-tiles", "fp8t-kernel-only", "fp8t-convert"))
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
@@ -72,8 +76,9 @@ def r_l05_table(a, ctx):
     if len(ran) < len(rs):
         s += (f"; {len(rs) - len(ran)} runs were skipped with their reason (FP8 at dim 64, not "
               "built)")
+    gpu = re.sub(r"^NVIDIA ", "", a.device).split()[0] if a.device else "GPU"
     return "\n".join([src, "", "TFLOP/s, batch 4, seq 4096 (causal counted as half the pairs); % of "
-                      "the H200's dense bf16 peak at dim 128 not causal; bought: over the version "
+                      f"the {gpu}'s dense bf16 peak at dim 128 not causal; bought: over the version "
                       "before (dim 128 / dim 64, not causal); over lesson 04's version 7 (dim 128).",
                       "", table(["#", "version", "dim 128 (16 heads)", "causal",
                                  "dim 64 (32 heads)", "causal", "% of peak",
@@ -116,6 +121,9 @@ def l05_peer_grid(a):
                 out.append(dict(dim=dim, c=c, sq=sq, fl=a.peer(5, "sdpa-flash", **kv),
                                 cu=a.peer(5, "sdpa-cudnn", **kv), l4=a.peer(5, r"l04-.*", **kv),
                                 fk=a.peer(5, "fp8-kernel-only", **kv),
+                                fk7=a.peer(5, "fp8t-kernel-only", **kv),
+                                conv={n: a.peer(5, c_, **kv) for _, _, c_ in L05_FP8_ROWS
+                                      for n in [c_]},
                                 cf=a.peer(5, "cudnn-fp8", **kv), vs=vs, ts=ts,
                                 best=max(bf) if bf else None,
                                 fp8v=[v for v, r in vs.items() if r and "fp8" in r["impl"]]))
@@ -140,10 +148,14 @@ def r_l05_peers(a, ctx):
     if not a.peers or not a.peer(5, "sdpa-cudnn"):
         return src + "\n\nPeer figures: " + NO_PEERS + "."
     nums, grid = l05_peer_grid(a)
-    rows, fp8_over, fp8_cudnn = [], {}, {}
+    rows, fp8_cudnn = [], {}
     targets = l05_over_cudnn(a)
-    # cuDNN's FP8 (bench/cudnn_peer.py) has a column only in an archive that measured it
+    # cuDNN's FP8 (bench/cudnn_peer.py) and version 7's kernel alone have a column only in an
+    # archive that measured them
     with_cf = any(g["cf"] for g in grid)
+    with_k7 = any(g["fk7"] for g in grid)
+    # per FP8 version, per causal: (kernel alone / version 5, end to end / version 5) from 4k
+    fp8_over, conv = {}, {}
     for g in grid:
         dim, c, sq, fl, cu, l4, fk = (g[k] for k in ("dim", "c", "sq", "fl", "cu", "l4", "fk"))
         cf = g["cf"]
@@ -151,48 +163,76 @@ def r_l05_peers(a, ctx):
             fp8_cudnn.setdefault(c, []).append((ratio(fk["tflops"], cf["tflops"]),
                                                 ratio(cf["tflops"], cu and cu["tflops"])))
         ts, best, fp8v = g["ts"], g["best"], g["fp8v"]
-        if fk and fk["tflops"] and sq >= 4096:
-            prev = ts.get(fp8v[0] - 1) if fp8v else None
-            fp8_over.setdefault(c, []).append((ratio(fk["tflops"], prev),
-                                               ratio(ts.get(fp8v[0]), prev)
-                                               if fp8v else None))
+        bf16 = [v for v in ts if v not in fp8v]
+        base = ts.get(max(bf16)) if bf16 else None  # the last bf16 version (version 5)
+        for v in fp8v:
+            name = g["vs"][v]["impl"].split("-", 1)[1]
+            k = next((g["fk"] if kn == "fp8-kernel-only" else g["fk7"]
+                      for vn, kn, _ in L05_FP8_ROWS if vn == name), None)
+            if sq >= 4096 and base:
+                fp8_over.setdefault((v, c), []).append(
+                    (ratio(k and k["tflops"], base), ratio(ts.get(v), base)))
+        for vn, _, cn in L05_FP8_ROWS:
+            r = g["conv"].get(cn)
+            if r and r["gbs"]:
+                conv.setdefault(vn, []).append((r["gbs"], r.get("pct_hbm")))
         b_c = ratio(best, cu and cu["tflops"])
         rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
                      f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
                     [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
+                    ([f(g["fk7"] and g["fk7"]["tflops"])] if with_k7 else []) +
                     ([f(cf and cf["tflops"])] if with_cf else []) +
                     [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                      f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
+    kcols = ["v6 kernel alone", "v7 kernel alone"] if with_k7 else ["FP8 kernel alone"]
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
-                 [f"v{v}" for v in nums] + ["FP8 kernel alone"] +
+                 [f"v{v}" for v in nums] + kcols +
                  (["cuDNN FP8"] if with_cf else []) + ["best / flash", "best / cuDNN",
                                                       "best / l04"], rows),
-           "", "Best: the fastest bf16 version. The FP8 version's column counts its conversion of "
-           "Q, K and V (as the lesson's program times it); \"FP8 kernel alone\" times its kernel "
+           "", "Best: the fastest bf16 version. The FP8 versions' columns count their conversion "
+           "of Q, K and V (as the lesson's program times it); \"kernel alone\" times a kernel "
            "on tensors converted before the timing (dim 128 only)" +
-           ("; \"cuDNN FP8\" is cuDNN's FP8 attention on the same e4m3 values and per-tensor "
-            "scales, timed the same way." if with_cf else "."), ""]
+           ("; \"cuDNN FP8\" is cuDNN's FP8 attention on version 6's e4m3 values and "
+            "per-tensor scales, timed the same way." if with_cf else "."), ""]
     words = []
     for (dim, c), rs in sorted(targets.items(), key=lambda kv: (-kv[0][0], kv[0][1])):
         words.append(f"dim {dim}{' causal' if c else ''} {span(min(rs), max(rs), 2)}x")
     if words:
         out.append("Best bf16 version over cuDNN at seq 4k-16k: " + "; ".join(words) + ".")
-    for c, rs in sorted(fp8_over.items()):
-        k = [x for x, _ in rs if x]
-        e = [y for _, y in rs if y]
-        if k:
-            out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the kernel alone "
-                       f"{span(min(k), max(k), 2)}x the bf16 version before it" +
-                       (f", {span(min(e), max(e), 2)}x counting the conversion." if e else "."))
+    for c in (0, 1):
+        parts = []
+        for (v, cc), rs in sorted(fp8_over.items()):
+            if cc != c:
+                continue
+            k = [x for x, _ in rs if x]
+            e = [y for _, y in rs if y]
+            if k or e:
+                parts.append(f"version {v}" + (f" {span(min(k), max(k), 2)}x alone" if k else "") +
+                             (f", {span(min(e), max(e), 2)}x counting its conversion" if e
+                              else ""))
+        if parts:
+            out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k, over version 5: "
+                       + "; ".join(parts) + ".")
     for c, rs in sorted(fp8_cudnn.items()):
         k = [x for x, _ in rs if x]
         b = [y for _, y in rs if y]
-        out.append(f"Against cuDNN's FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: the FP8 "
-                   f"kernel alone {span(min(k), max(k), 2)}x it" +
+        out.append(f"Against cuDNN's FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: version "
+                   f"6's kernel alone {span(min(k), max(k), 2)}x it" +
                    (f"; cuDNN's FP8 {span(min(b), max(b), 2)}x cuDNN's bf16." if b else "."))
+    words = []
+    number = {r["impl"].split("-", 1)[1]: v for g in grid for v, r in g["vs"].items() if r}
+    for vn, rs in conv.items():
+        v = number.get(vn, "?")
+        gb = [x for x, _ in rs]
+        pb = [y for _, y in rs if y]
+        words.append(f"version {v}'s at {span(min(gb), max(gb), 0)} GB/s" +
+                     (f" ({span(min(pb), max(pb), 0)}% of HBM)" if pb else ""))
+    if words:
+        out.append("The conversions alone, counting the 3 bytes a value any conversion moves (bf16 "
+                   "read once, e4m3 written once), seq 512-16k: " + "; ".join(words) + ".")
     return "\n".join(out).rstrip()
 
 

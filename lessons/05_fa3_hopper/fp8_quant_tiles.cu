@@ -1,0 +1,195 @@
+/* Lesson 05, version 7's conversion: bf16 Q, K, V to e4m3 in one pass, one power-of-two scale per
+ * tile of 128 rows (the tiles the attention kernel loads), V transposed and its keys permuted as in
+ * version 6 (fp8_workspace.cuh); then the flat entry points of version 7.
+ *
+ * Version 6 needs each tensor's largest |x| before it can convert a single value, so it reads Q, K
+ * and V twice. Here a block owns one tile: it loads the tile, reduces the tile's largest |x|, picks
+ * the scale, converts what it already holds and writes it. Every byte is read once and written once
+ * (the floor: 2 bytes in and 1 out per value). */
+#include <limits.h>
+
+#include "attn_cuda.cuh"
+#include "fa3_hopper.h"
+#include "fp8_workspace.cuh"
+#include "hopper.cuh"
+
+/** Threads per block: a tile of 128 rows x 128 values is 2048 chunks of 8 bf16, 8 per thread. */
+#define QT_THREADS 256
+/** Chunks of 8 values per thread. */
+#define QT_CHUNKS (L05_FP8_KEY_PAD * 16 / QT_THREADS)
+/** Padded row length (in bf16) of the staged V tile, as in version 6's conversion: the keys one
+ * warp reads for a row of the transposed tile spread over the banks. */
+#define QT_VT_ROW 130
+
+/** The scale of a tile whose largest |x| is `amax`: the largest power of two f with amax f <= 448,
+ * so that the tile's values land in (224, 448] at the top of e4m3's range. A power of two, because
+ * multiplying by it and by its inverse is exact: the scale adds no rounding of its own. An all-zero
+ * tile takes 1. The exponent stays within [-126, 126], so that f and 1 / f are normal floats. */
+static __device__ __forceinline__ int tile_exponent(float amax) {
+  if (!(amax > 0.f)) return 0;
+  const float f = L05_FP8_MAX / amax;             /* inf when amax is tiny: clamped below */
+  int e = (int)((__float_as_uint(f) >> 23) & 0xFF) - 127; /* floor(log2 f) for a normal f */
+  return min(126, max(-126, e));
+}
+
+/** 2^e for e in [-126, 126]. */
+static __device__ __forceinline__ float pow2f(int e) {
+  return __uint_as_float((uint32_t)(e + 127) << 23);
+}
+
+/** The largest |x| of 8 bf16 values. */
+static __device__ __forceinline__ float absmax8(uint4 c) {
+  const uint32_t w[4] = {c.x, c.y, c.z, c.w};
+  float m = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    m = fmaxf(m, fabsf(__uint_as_float(w[j] << 16)));
+    m = fmaxf(m, fabsf(__uint_as_float(w[j] & 0xFFFF0000u)));
+  }
+  return m;
+}
+
+/** The block's largest |x|: each warp's by shuffles, then the 8 warps' through shared memory. */
+static __device__ __forceinline__ float block_max(float m, float *red) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = m;
+  __syncthreads();
+  float a = red[0];
+#pragma unroll
+  for (int w = 1; w < QT_THREADS / 32; ++w) a = fmaxf(a, red[w]);
+  return a;
+}
+
+/** One tile of Q or K: rows r0 .. r0 + 127 of head `h` of a [batch, seq, nh, 128] tensor (rows past
+ * seq read as zeros and are not written), to e4m3 at the same place of `y`, its descale in `*ds`. */
+static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x, uint2 *__restrict__ y,
+                                               float *__restrict__ ds, int b, int h, int nh, int seq,
+                                               int r0, float *red) {
+  uint4 c[QT_CHUNKS];
+  float m = 0.f;
+#pragma unroll
+  for (int u = 0; u < QT_CHUNKS; ++u) { /* all loads first: 8 x 16 bytes in flight per thread */
+    const int i = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
+    const size_t at = (((size_t)b * seq + r0 + i) * nh + h) * 128 + d0;
+    c[u] = r0 + i < seq ? *(const uint4 *)(x + at) : make_uint4(0, 0, 0, 0);
+    m = fmaxf(m, absmax8(c[u]));
+  }
+  const int e = tile_exponent(block_max(m, red));
+  const float f = pow2f(e);
+  if (threadIdx.x == 0) *ds = pow2f(-e);
+#pragma unroll
+  for (int u = 0; u < QT_CHUNKS; ++u) {
+    const int i = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
+    if (r0 + i >= seq) continue;
+    const uint32_t w[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
+    float v[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      v[2 * j] = __uint_as_float(w[j] << 16) * f;
+      v[2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u) * f;
+    }
+    y[((((size_t)b * seq + r0 + i) * nh + h) * 128 + d0) / 8] =
+        make_uint2(pack_e4m3x4(v[0], v[1], v[2], v[3]), pack_e4m3x4(v[4], v[5], v[6], v[7]));
+  }
+}
+
+/** One tile of V: keys k0 .. k0 + 127 of kv head `kvh`, staged in shared memory, then written
+ * transposed (one 128-byte row per head-dimension index, keys permuted by l05_fp8_key()) with the
+ * tile's own scale; keys past seq_kv become zeros. */
+static __device__ __forceinline__ void v_tile(const attn_bf16 *__restrict__ v, uint32_t *__restrict__ vt,
+                                              float *__restrict__ ds, int b, int kvh, int kv_heads,
+                                              int seq_kv, int seq_pad, int k0, attn_bf16 *tile,
+                                              float *red) {
+  uint4 c[QT_CHUNKS];
+  float m = 0.f;
+#pragma unroll
+  for (int u = 0; u < QT_CHUNKS; ++u) {
+    const int key = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
+    c[u] = k0 + key < seq_kv
+               ? *(const uint4 *)(v + (((size_t)b * seq_kv + k0 + key) * kv_heads + kvh) * 128 + d0)
+               : make_uint4(0, 0, 0, 0);
+    m = fmaxf(m, absmax8(c[u]));
+  }
+#pragma unroll
+  for (int u = 0; u < QT_CHUNKS; ++u) {
+    const int key = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
+    const uint32_t w[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) *(uint32_t *)&tile[key * QT_VT_ROW + d0 + 2 * j] = w[j];
+  }
+  const int e = tile_exponent(block_max(m, red)); /* its barrier also publishes the staged tile */
+  const float f = pow2f(e);
+  if (threadIdx.x == 0) *ds = pow2f(-e);
+  uint32_t *out = vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4;
+  for (int w = threadIdx.x; w < 128 * 32; w += QT_THREADS) {
+    const int d = w >> 5, p0 = (w & 31) * 4, g0 = p0 & ~31;
+    float x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      x[u] = __bfloat162float(tile[(g0 + l05_fp8_key((p0 & 31) + u)) * QT_VT_ROW + d]) * f;
+    out[(size_t)d * (seq_pad / 4) + (w & 31)] = pack_e4m3x4(x[0], x[1], x[2], x[3]);
+  }
+}
+
+/** One launch for the three tensors: blockIdx.x counts Q's tiles (head-major), then K's, then V's;
+ * blockIdx.y is the batch index. */
+static __global__ void __launch_bounds__(QT_THREADS)
+    l05_quant_tiles_kernel(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
+                           const attn_bf16 *__restrict__ v, unsigned char *__restrict__ ws,
+                           l05_fp8_layout l, int heads, int kv_heads, int seq_q, int seq_kv) {
+  __shared__ attn_bf16 tile[L05_FP8_KEY_PAD * QT_VT_ROW];
+  __shared__ float red[QT_THREADS / 32];
+  const int b = blockIdx.y;
+  int t = blockIdx.x;
+  const int nq = heads * l.q_tiles, nk = kv_heads * l.kv_tiles;
+  if (t < nq) {
+    const int h = t / l.q_tiles, i = t % l.q_tiles;
+    qk_tile(q, (uint2 *)(ws + l.q), (float *)(ws + l.dq) + ((size_t)b * heads + h) * l.q_tiles + i,
+            b, h, heads, seq_q, i * L05_FP8_KEY_PAD, red);
+    return;
+  }
+  t -= nq;
+  const int kvh = (t % nk) / l.kv_tiles, j = t % l.kv_tiles;
+  const size_t at = ((size_t)b * kv_heads + kvh) * l.kv_tiles + j;
+  float *rec = (float *)(ws + l.dkv) + 2 * at; /* {K's descale, V's} */
+  if (t < nk) {
+    qk_tile(k, (uint2 *)(ws + l.k), rec, b, kvh, kv_heads, seq_kv, j * L05_FP8_KEY_PAD, red);
+  } else {
+    v_tile(v, (uint32_t *)(ws + l.vt), rec + 1, b, kvh, kv_heads, seq_kv, l.seq_pad,
+           j * L05_FP8_KEY_PAD, tile, red);
+  }
+}
+
+extern "C" size_t l05_fp8t_workspace_bytes(int batch, int heads, int kv_heads, int seq_q,
+                                           int seq_kv, int dim) {
+  return l05_fp8_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
+}
+
+extern "C" cudaError_t l05_fp8t_quantize(const void *q, const void *k, const void *v, int batch,
+                                         int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                                         void *workspace, size_t workspace_bytes,
+                                         cudaStream_t stream) {
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  if (dim != 128) return cudaErrorInvalidValue;
+  const l05_fp8_layout l = l05_fp8_layout_of(batch, heads, kv_heads, seq_q, seq_kv, dim);
+  if (!workspace || workspace_bytes < l.bytes) return cudaErrorInvalidValue;
+  const long long blocks = (long long)heads * l.q_tiles + 2LL * kv_heads * l.kv_tiles;
+  if (blocks > INT_MAX || batch > 65535) return cudaErrorInvalidConfiguration;
+  l05_quant_tiles_kernel<<<dim3((unsigned)blocks, batch), QT_THREADS, 0, stream>>>(
+      (const attn_bf16 *)q, (const attn_bf16 *)k, (const attn_bf16 *)v, (unsigned char *)workspace,
+      l, heads, kv_heads, seq_q, seq_kv);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t l05_fp8t_forward(const void *q, const void *k, const void *v, void *o,
+                                        float *lse, int batch, int heads, int kv_heads, int seq_q,
+                                        int seq_kv, int dim, int causal, float scale,
+                                        void *workspace, size_t workspace_bytes,
+                                        cudaStream_t stream) {
+  ATTN_TRY(l05_fp8t_quantize(q, k, v, batch, heads, kv_heads, seq_q, seq_kv, dim, workspace,
+                             workspace_bytes, stream));
+  return l05_fp8t_attention(workspace, workspace_bytes, o, lse, batch, heads, kv_heads, seq_q,
+                            seq_kv, dim, causal, scale, stream);
+}
