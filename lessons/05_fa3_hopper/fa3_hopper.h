@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 7
+#define L05_VERSIONS 8
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -100,6 +100,10 @@ cudaError_t l05_overlap_d64(const void *q, const void *k, const void *v, void *o
 cudaError_t l05_overlap_d128(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                              float scale, cudaStream_t stream);
+/** Version 8 (dim 64 only): version 5 with three consumer warpgroups and 192-row blocks. */
+cudaError_t l05_three_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                          int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                          float scale, cudaStream_t stream);
 /** @} */
 
 /**

@@ -27,7 +27,7 @@
  * tile takes 1. The exponent stays within [-126, 126], so that f and 1 / f are normal floats. */
 static __device__ __forceinline__ int tile_exponent(float amax) {
   if (!(amax > 0.f)) return 0;
-  const float f = L05_FP8_MAX / amax;             /* inf when amax is tiny: clamped below */
+  const float f = L05_FP8_MAX / amax;                     /* inf when amax is tiny: clamped below */
   int e = (int)((__float_as_uint(f) >> 23) & 0xFF) - 127; /* floor(log2 f) for a normal f */
   return min(126, max(-126, e));
 }
@@ -62,10 +62,11 @@ static __device__ __forceinline__ float block_max(float m, float *red) {
 }
 
 /** One tile of Q or K: rows r0 .. r0 + 127 of head `h` of a [batch, seq, nh, 128] tensor (rows past
- * seq read as zeros and are not written), to e4m3 at the same place of `y`, its descale in `*ds`. */
-static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x, uint2 *__restrict__ y,
-                                               float *__restrict__ ds, int b, int h, int nh, int seq,
-                                               int r0, float *red) {
+ * seq read as zeros and are not written), to e4m3 at the same place of `y`, its descale in `*ds`.
+ */
+static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x,
+                                               uint2 *__restrict__ y, float *__restrict__ ds, int b,
+                                               int h, int nh, int seq, int r0, float *red) {
   uint4 c[QT_CHUNKS];
   float m = 0.f;
 #pragma unroll
@@ -97,10 +98,10 @@ static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x, 
 /** One tile of V: keys k0 .. k0 + 127 of kv head `kvh`, staged in shared memory, then written
  * transposed (one 128-byte row per head-dimension index, keys permuted by l05_fp8_key()) with the
  * tile's own scale; keys past seq_kv become zeros. */
-static __device__ __forceinline__ void v_tile(const attn_bf16 *__restrict__ v, uint32_t *__restrict__ vt,
-                                              float *__restrict__ ds, int b, int kvh, int kv_heads,
-                                              int seq_kv, int seq_pad, int k0, attn_bf16 *tile,
-                                              float *red) {
+static __device__ __forceinline__ void v_tile(const attn_bf16 *__restrict__ v,
+                                              uint32_t *__restrict__ vt, float *__restrict__ ds,
+                                              int b, int kvh, int kv_heads, int seq_kv, int seq_pad,
+                                              int k0, attn_bf16 *tile, float *red) {
   uint4 c[QT_CHUNKS];
   float m = 0.f;
 #pragma unroll

@@ -8,9 +8,9 @@
 #include "fa2_warps.h"
 #include "fa3_hopper.h"
 
-/** The first FP8 version's number: versions from it on take a workspace, so they are not in
- * kLaunch. */
+/** The FP8 versions' numbers, first and last: they take a workspace, so they are not in kLaunch. */
 #define L05_FP8_VERSION 6
+#define L05_FP8_LAST 7
 
 /** An FP8 version's two entry points: the bytes of its workspace, and conversion plus kernel. */
 typedef struct l05_fp8_entry {
@@ -22,16 +22,22 @@ typedef struct l05_fp8_entry {
 } l05_fp8_entry;
 
 /* [version - L05_FP8_VERSION]: versions 6 (a scale per tensor) and 7 (a scale per tile) */
-static const l05_fp8_entry kFp8[L05_VERSIONS - L05_FP8_VERSION + 1] = {
+static const l05_fp8_entry kFp8[L05_FP8_LAST - L05_FP8_VERSION + 1] = {
     {l05_fp8_workspace_bytes, l05_fp8_forward},
     {l05_fp8t_workspace_bytes, l05_fp8t_forward},
 };
 
-/* [version - 1][0: dim 64, 1: dim 128], versions 1-5 */
-static const l05_launch_fn kLaunch[L05_FP8_VERSION - 1][2] = {
-    {l05_wgmma_d64, l05_wgmma_d128},       {l05_tma_d64, l05_tma_d128},
-    {l05_warpspec_d64, l05_warpspec_d128}, {l05_pingpong_d64, l05_pingpong_d128},
+/* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, and 8 (dim 64 only); NULL where a version
+ * is not built */
+static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
+    {l05_wgmma_d64, l05_wgmma_d128},
+    {l05_tma_d64, l05_tma_d128},
+    {l05_warpspec_d64, l05_warpspec_d128},
+    {l05_pingpong_d64, l05_pingpong_d128},
     {l05_overlap_d64, l05_overlap_d128},
+    {NULL, NULL},
+    {NULL, NULL},
+    {l05_three_d64, NULL},
 };
 
 cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -40,7 +46,7 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
   if (version < 1 || version > L05_VERSIONS || (dim != 64 && dim != 128))
     return cudaErrorInvalidValue;
   if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
-  if (version >= L05_FP8_VERSION) {
+  if (version >= L05_FP8_VERSION && version <= L05_FP8_LAST) {
     /* An FP8 version's workspace, allocated and freed in stream order around the call. */
     const l05_fp8_entry *f8 = &kFp8[version - L05_FP8_VERSION];
     const size_t bytes = f8->workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
@@ -53,8 +59,9 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
     const cudaError_t f = cudaFreeAsync(ws, stream);
     return e != cudaSuccess ? e : f;
   }
-  return kLaunch[version - 1][dim == 128](q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv,
-                                          causal, scale, stream);
+  const l05_launch_fn f = kLaunch[version - 1][dim == 128];
+  if (!f) return cudaErrorInvalidValue; /* version 8 at dim 128 */
+  return f(q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, causal, scale, stream);
 }
 
 /* One launcher for every version: the harness hands it its number (attn_args::version). */
@@ -88,6 +95,12 @@ static cudaError_t run_l04(const attn_problem *p, const attn_args *a, cudaStream
 
 static const char *supports(const attn_problem *p) {
   return p->dim == 64 || p->dim == 128 ? NULL : "built for head dimensions 64 and 128";
+}
+
+static const char *supports_d64(const attn_problem *p) {
+  return p->dim == 64 ? NULL
+                      : "three consumers are built for head dimension 64 only (at 128, O alone "
+                        "takes 64 of the 160 registers each has)";
 }
 
 /** Rows of the table: the versions, then the yardstick. */
@@ -155,6 +168,14 @@ static const attn_version kVersions[L05_ROWS] = {
      .supports = supports_fp8,
      .launch = run_fp8,
      .workspace = fp8_workspace},
+    {.name = "three-bf16",
+     .summary = "+ three consumer warpgroups (192-row blocks, a ring of turns), dim 64 only",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports_d64,
+     .launch = run},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -224,9 +245,14 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   printf("\nwhat each version bought (median time of the other / this one):\n");
   for (int i = 0; i < n - 1; ++i) {
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
-    if (i > 0 && r[i - 1].timed)
-      printf("  %d %-11s vs %d %-11s %6.2fx\n", i + 1, r[i].version->name, i,
-             r[i - 1].version->name, r[i - 1].timing.median_ms / r[i].timing.median_ms);
+    /* the version before it of the same kind (bf16 or FP8) that ran, else the one just before:
+     * version 8 (dim 64 only) against version 5, version 7 against 6, version 6 against 5 */
+    int p = i - 1;
+    while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
+    if (p < 0) p = i - 1;
+    if (p >= 0 && r[p].timed)
+      printf("  %d %-11s vs %d %-11s %6.2fx\n", i + 1, r[i].version->name, p + 1,
+             r[p].version->name, r[p].timing.median_ms / r[i].timing.median_ms);
     if (y->timed)
       printf("  %d %-11s vs lesson 04 v%d %6.2fx\n", i + 1, r[i].version->name, L04_VERSIONS,
              y->timing.median_ms / r[i].timing.median_ms);

@@ -172,7 +172,10 @@ VERSIONS = {
         ["7", "`v7_fp8_tiles.cu`", "fp8-tiles", "a power-of-two scale per tile of 128 rows of Q, "
          "K and V: the conversion in one pass (`fp8_quant_tiles.cu`), the descales applied tile by "
          "tile; the conversion is timed with it", "384"],
-        ["8", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["8", "`v8_three.cu`", "three-bf16", "version 5 with three consumer warpgroups: blocks of "
+         "192 query rows, turns round a ring of three named barriers, `setmaxnreg` 24/160; dim 64 "
+         "only", "512"],
+        ["9", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -40,6 +40,7 @@ def r_l05_table(a, ctx):
     if not vs:
         return src + "\n\nThe lesson's table: " + NO_RUN + "."
     last = vs[-1][0]  # the yardstick: lesson 04's version 7
+    names = dict(vs)
     rows = []
     for v, name in vs:
         cells = []
@@ -52,11 +53,23 @@ def r_l05_table(a, ctx):
         if v == last:
             bought = "-"
         else:
-            prev = ratio(l05_t(a, v, **shape), l05_t(a, v - 1, **shape)) if v > 1 else None
+            # over the version before of the same kind (bf16 or FP8) that ran at the shape: version
+            # 8 (dim 64 only) over version 5, version 7 over 6, version 6 over 5
+            def before(sh):
+                fp8 = "fp8" in names[v]
+                ps = [p for p in range(v - 1, 0, -1) if l05_t(a, p, **sh) is not None]
+                same = [p for p in ps if ("fp8" in names[p]) == fp8]
+                return (same or ps or [None])[0]
+            sh64 = l04_shape(64, 0)
+            p128, p64 = before(shape), before(sh64)
+            prev = ratio(l05_t(a, v, **shape), l05_t(a, p128, **shape)) if p128 else None
+            prev64 = ratio(l05_t(a, v, **sh64), l05_t(a, p64, **sh64)) if p64 else None
             y = ratio(l05_t(a, v, **shape), l05_t(a, last, **shape))
-            prev64 = (ratio(l05_t(a, v, **l04_shape(64, 0)), l05_t(a, v - 1, **l04_shape(64, 0)))
-                      if v > 1 else None)
-            bought = (f"{xs(prev)} / {xs(prev64)}" if v > 1 else "-") + f"; {xs(y)}"
+            y_dim = ""
+            if y is None:  # a version built for dim 64 only: over lesson 04 there
+                y, y_dim = ratio(l05_t(a, v, **sh64), l05_t(a, last, **sh64)), " (dim 64)"
+            note = (f" (over {p64})" if p64 and p64 != v - 1 and prev64 is not None else "")
+            bought = (f"{xs(prev)} / {xs(prev64)}{note}" if v > 1 else "-") + f"; {xs(y)}{y_dim}"
         label = f"`{name}`" + (" (lesson 04)" if v == last else "")
         rows.append([v if v != last else "-", label] + cells + [pct, bought])
     rs = [r for dim, c in L05_COLS for r in a.rows(5, **l04_shape(dim, c))]
@@ -74,8 +87,9 @@ def r_l05_table(a, ctx):
                   f"{max(r['rel_l2'] for r in m8):.1e}, against its own tolerances")
         s += ")"
     if len(ran) < len(rs):
-        s += (f"; {len(rs) - len(ran)} runs were skipped with their reason (FP8 at dim 64, not "
-              "built)")
+        s += (f"; {len(rs) - len(ran)} runs were skipped with their reason (the FP8 versions at dim "
+              "64" + (", version 8 at dim 128" if any(n == "three-bf16" for _, n in vs) else "") +
+              ": not built)")
     gpu = re.sub(r"^NVIDIA ", "", a.device).split()[0] if a.device else "GPU"
     return "\n".join([src, "", "TFLOP/s, batch 4, seq 4096 (causal counted as half the pairs); % of "
                       f"the {gpu}'s dense bf16 peak at dim 128 not causal; bought: over the version "

@@ -73,9 +73,11 @@ START_TEST(every_version_passes_awkward_shapes) {
   ck_assert_int_eq(failed, 0);
   for (int v = 0; v < l05_lesson.n_versions; ++v) {
     if (r[v].status == ATTN_SKIPPED) {
-      /* The only documented skip: the FP8 version at a head dimension other than 128. */
-      ck_assert_msg(r[v].version->fp8 && x[5] != 128, "%s skipped: %s", r[v].version->name,
-                    r[v].note);
+      /* The documented skips: the FP8 versions at a head dimension other than 128, version 8
+       * (three consumers) at one other than 64. */
+      ck_assert_msg((r[v].version->fp8 && x[5] != 128) ||
+                        (strcmp(r[v].version->name, "three-bf16") == 0 && x[5] != 64),
+                    "%s skipped: %s", r[v].version->name, r[v].note);
       continue;
     }
     ck_assert_msg(r[v].status == ATTN_PASS, "%s: %s", r[v].version->name, r[v].note);
