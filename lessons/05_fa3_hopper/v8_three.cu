@@ -10,7 +10,9 @@
  * named barrier 1 + c and hands over on 1 + (c + 1) % 3. `setmaxnreg` gives the producer 24
  * registers and each consumer 160 (24 x 128 + 160 x 384 <= 65536), enough at dim 64 for S (64
  * floats), O (32) and P packed (32 registers), not at dim 128 (O alone is 64): this version is built
- * for dim 64 only.
+ * for dim 64 only. And since 192 divides no power of two, one Q tile of a sequence is partial:
+ * under the causal mask the tiles are laid from the end, so that the partial one is the first,
+ * which sees the fewest keys (its rows before 0 arrive as zeros from TMA and are not written).
  *
  * Why: at dim 64 a tile's GEMMs are half as long as at dim 128 and its softmax is as long, so the
  * tensor cores wait for the softmax, as in FP8 at dim 128. A third warpgroup gives each scheduler
@@ -19,11 +21,11 @@
  *
  * Prediction: 1.1-1.2x version 5 at dim 64 (seq 4k-16k), level with or ahead of cuDNN there.
  *
- * Measured: NVIDIA H100, 2026-11-26 (docs/results/h100-l05b-2026-11-26): batch 4, seq 4096, 32
- * heads, dim 64: 513.3 TFLOP/s, 1.15x version 5 (causal 419.6, 1.07x), inside the prediction. On
- * the papers' grid, over cuDNN at seq 2k-16k: 1.02-1.10x without the mask (version 5: 0.90-0.92x);
- * with it 0.88x at 2k, 0.95x at 4k, 1.05x at 8k-16k. Below version 5 at short causal sequences
- * (seq 512: 163.9 against 172.9): a 192-row block is a larger share of a short sequence.
+ * Measured: NVIDIA H100, 2026-11-26 (docs/results/h100-l05c-2026-11-26): batch 4, seq 4096, 32
+ * heads, dim 64: 511.5 TFLOP/s, 1.15x version 5 (causal 437.7, 1.12x), inside the prediction. On
+ * the papers' grid, over cuDNN at seq 2k-16k: 0.99-1.12x without the mask (version 5: 0.88-0.93x),
+ * 0.92-1.14x with it (version 5: 0.85-1.02x). Before the partial tile went first under the mask
+ * (h100-l05b-2026-11-26): 0.88x cuDNN at seq 2k causal, 0.95x at 4k, 1.07x version 5 causal.
  *
  * Run: `./run 8 --dim 64 --heads 32`.
  */
@@ -43,7 +45,7 @@
 #define FA_WGS 3                             /**< consumer warpgroups */
 #define FA_BR (FA_WGS * L05_WG_ROWS)         /**< 192 query rows per block */
 #define FA_BC L05_BC                         /**< 128 keys per KV tile */
-#define FA_THREADS (128 * (1 + FA_WGS))     /**< a producer warpgroup and three consumers */
+#define FA_THREADS (128 * (1 + FA_WGS))      /**< a producer warpgroup and three consumers */
 #define FA_NS (FA_BC / 2)                    /**< S accumulator floats per thread: 64 x Bc / 128 */
 #define FA_NO (HEAD_DIM / 2)                 /**< O accumulator floats per thread */
 #define FA_KS (HEAD_DIM / 16)                /**< k-steps of S = Q K^T */
@@ -216,7 +218,7 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const int row = q0 + wr0 + g + hf * 8;
-    if (row >= seq_q) continue;
+    if (row < 0 || row >= seq_q) continue;     /* rows past the end, or before 0 (a partial tile) */
     const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that sees no key: O = 0 */
     attn_bf16 *orow = o + ((size_t)b * seq_q + row) * q_stride + (size_t)h * HEAD_DIM;
 #pragma unroll
@@ -232,14 +234,14 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
  * Q tile i sees KV tiles 0 .. Tc-1 and needs no mask on the first Tu (common/attn_causal.h).
  *
  *   block (i, head, batch), i from the last Q tile down when causal (the heaviest first):
- *     Tc = attn_kv_tiles_visited(i Br, Br, seq_q, seq_kv, Bc, causal)
- *     Tu = attn_kv_tiles_unmasked(i Br, seq_q, seq_kv, Bc, causal)
- *     warpgroup 0 produces; warpgroups 1, 2, 3 consume 64 of the Br = 192 rows each; Bc = 128
- *     thread 0: mbarriers bar_q, full_k/v[2] (1 arrival), empty_k/v[2] (12 arrivals); __syncthreads
- *   producer warp (producer_load), setmaxnreg 24:   for j in 0 .. Tc-1, stage st = j % 2:
- *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
- *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i first, on bar_q)
- *   consumer warpgroup c, setmaxnreg 160: mbar_wait(bar_q); m = -inf, l = 0, O = 0
+ *     q0 = i Br, less Tr Br - seq_q when causal (the partial tile first; its rows < 0 are not
+ * written) Tc = attn_kv_tiles_visited(q0, Br, seq_q, seq_kv, Bc, causal) Tu =
+ * attn_kv_tiles_unmasked(q0, seq_q, seq_kv, Bc, causal) warpgroup 0 produces; warpgroups 1, 2, 3
+ * consume 64 of the Br = 192 rows each; Bc = 128 thread 0: mbarriers bar_q, full_k/v[2] (1
+ * arrival), empty_k/v[2] (12 arrivals); __syncthreads producer warp (producer_load), setmaxnreg 24:
+ * for j in 0 .. Tc-1, stage st = j % 2: mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]
+ * (no wait on the first pass) mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i
+ * first, on bar_q) consumer warpgroup c, setmaxnreg 160: mbar_wait(bar_q); m = -inf, l = 0, O = 0
  *     turns: bar.sync(mine) ... bar.arrive(next) on named barriers 1 + c and 1 + (c + 1) % 3;
  *     c = 0 first (warpgroup 2 arrives on barrier 1 once up front); the last turn of warpgroup 2
  *     hands over to nobody
@@ -288,7 +290,11 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
   const int bh = blockIdx.x / n_q_tiles;
   const int h = bh % heads, b = bh / heads;
   const int kvh = h / (heads / kv_heads);
-  const int q0 = q_tile * FA_BR;
+  /* 192 divides no power of two: one Q tile is partial. With the mask the tiles start from the
+   * end, so that the partial one is the first, which sees the fewest keys, and not the last, which
+   * sees the most: its rows before 0 read as zeros (TMA fills what lies outside the tensor), are
+   * masked and are not written. */
+  const int q0 = q_tile * FA_BR - (causal ? n_q_tiles * FA_BR - seq_q : 0);
   const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
 
   if (threadIdx.x == 0) {
