@@ -281,13 +281,14 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
  *   producer warp (producer_load), setmaxnreg 24:   for j in 0 .. Tc-1, stage st = j % 2:
  *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
  *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i first, on bar_q)
- *   consumers, setmaxnreg 240: table[t] = {scale dq dk_t, dv_t}, t < Tc, in shared memory;
- * bar.sync(3) consumer warpgroup c: mbar_wait(bar_q); m = -inf, l = 0, O = 0 the scale of tile j's
- * softmax: scale log2(e) dq_i dk_j (the descales of Q_i's and K_j's tiles) turns: bar.sync(mine)
- * ... bar.arrive(other) on named barriers 1 + c and 2 - c; c = 0 first turn 0:  bar.sync(mine); S_0
- * = Q_i K_0^T; commit; bar.arrive(other); wait_group 0 P_0, alpha = softmax_p(S_0); pack_p       m,
- * l; then P_0 packed to e4m3 for j in 1 .. Tc-1, the tiles j < Tu, then the rest: (full_k[j % 2],
- * full_v[(j-1) % 2]) bar.sync(mine)                                   my turn at the tensor cores
+ *   consumers, setmaxnreg 240: table[t] = {scale dq dk_t, dv_t}, t < Tc, in shared memory; bar.sync(3)
+ *   consumer warpgroup c: mbar_wait(bar_q); m = -inf, l = 0, O = 0
+ *     the scale of tile j's softmax: scale log2(e) dq_i dk_j (the descales of Q_i's and K_j's
+ * tiles) turns: bar.sync(mine) ... bar.arrive(other) on named barriers 1 + c and 2 - c; c = 0 first
+ *     turn 0:  bar.sync(mine); S_0 = Q_i K_0^T; commit; bar.arrive(other); wait_group 0
+ *              P_0, alpha = softmax_p(S_0); pack_p       m, l; then P_0 packed to e4m3
+ *     for j in 1 .. Tc-1, the tiles j < Tu, then the rest: (full_k[j % 2], full_v[(j-1) % 2])
+ *       bar.sync(mine)                                   my turn at the tensor cores
  *       S_j = Q_i K_j^T; commit;  PV = P_{j-1} V_{j-1}; commit      e4m3; PV from zero
  *       bar.arrive(other)                                your turn
  *       wait_group 1; arrive(empty_k)                    S_j is done, P V may still run
