@@ -281,7 +281,7 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
  *   producer warp (producer_load), setmaxnreg 24:   for j in 0 .. Tc-1, stage st = j % 2:
  *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
  *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i first, on bar_q)
- *   consumers, setmaxnreg 240: table[t] = {scale dq dk_t, dv_t}, t < Tc, in shared memory; bar.sync(3)
+ *   consumers, setmaxnreg 240: table[t] = {dk_t, dv_t} for t < Tc into shared memory; bar.sync(3)
  *   consumer warpgroup c: mbar_wait(bar_q); m = -inf, l = 0, O = 0
  *     the scale of tile j's softmax: scale log2(e) dq_i dk_j (the descales of Q_i's and K_j's
  * tiles) turns: bar.sync(mine) ... bar.arrive(other) on named barriers 1 + c and 2 - c; c = 0 first
@@ -320,7 +320,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
   const uint32_t bar_q = sV_a + 2 * FA_TILE_BYTES;           /* Q landed */
   const uint32_t full_k = bar_q + 8, full_v = bar_q + 24;    /* [2]: the stage's tile landed */
   const uint32_t empty_k = bar_q + 40, empty_v = bar_q + 56; /* [2]: both consumers are done */
-  /* [KV tile]: {the tile's softmax scale, V's descale} of the block's tiles, after the barriers */
+  /* [KV tile]: the descales {K's, V's} of the block's tiles, after the barriers */
   float2 *const sc = (float2 *)(smem + (bar_q + 128 - smem_u32(smem)));
 
   /* Heavy first: a head's Q tiles from the last (sees the most keys) to the first. */
@@ -364,17 +364,14 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     const int diag = seq_kv - seq_q;
     const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
     const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
-    /* The scales back, tile by tile: S_j is (Q/dq)(K_j/dk_j)^T, so tile j's softmax scale is
-     * scale log2(e) dq dk_j; P_j V_j takes dv_j in the fold. Both go into a table in shared
-     * memory, {tile j's softmax scale, dv_j}, filled by the 256 consumer threads together while Q
-     * and K_0 are on their way: one load per tile for the block, none in the loop below, where its
-     * latency would sit on the turn, and the softmax reads its scale ready-made. */
-    const float sq = scale_log2 * dq[(size_t)bh * n_q_tiles + q_tile];
+    /* The scales back, tile by tile: S_j is (Q/dq)(K_j/dk_j)^T, so tile j's softmax scale takes
+     * dq dk_j; P_j V_j takes dv_j in the fold. */
+    scale_log2 *= dq[(size_t)bh * n_q_tiles + q_tile];
+    /* The descales {K's, V's} of the block's KV tiles into a table in shared memory, by the 256
+     * consumer threads together, while Q and K_0 are on their way: one load per tile for the
+     * block, none in the loop below, where its latency would sit on the turn. */
     const float2 *dkv_row = dkv + ((size_t)b * kv_heads + kvh) * n_kv_tiles;
-    for (int t = threadIdx.x - 128; t < n_tiles; t += 256) {
-      const float2 d = dkv_row[t];
-      sc[t] = make_float2(sq * d.x, d.y);
-    }
+    for (int t = threadIdx.x - 128; t < n_tiles; t += 256) sc[t] = dkv_row[t];
     named_bar_sync(3, 256); /* the table is in, for both consumer warpgroups */
     mbar_wait(bar_q, 0);
 
@@ -415,10 +412,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       reg_fence(s, FA_NS);
       TL_STAMP(tl, 1 + wg, 0, L05_TL_S_READY);
       if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
-      const float scale_0 = sc[0].x;
+      const float dk_0 = sc[0].x;
       float alpha[2];
       softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
-                scale_0);
+                scale_log2 * dk_0);
       TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
       pack_p(s, pa); /* O is still zero: nothing to rescale */
     }
@@ -433,7 +430,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
         mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
         mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
-        const float scale_j = sc[j].x, dv_prev = sc[j - 1].y;
+        const float dk_j = sc[j].x, dv_prev = sc[j - 1].y;
         TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
         named_bar_sync(my_bar, 256); /* my turn */
         TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
@@ -450,7 +447,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
         float alpha[2];
         softmax_p(s, row_m, row_l, alpha, masked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal, diag,
-                  scale_j); /* under my own P V on the tensor cores */
+                  scale_log2 * dk_j); /* under my own P V on the tensor cores */
         TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
         wgmma_wait0();
         reg_fence(pv, FA_NO);
