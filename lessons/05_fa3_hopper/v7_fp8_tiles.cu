@@ -29,9 +29,12 @@
  * Measured: NVIDIA H100, 2026-11-26 (docs/results/h100-l05-2026-11-26): the conversion at
  * 2949-3054 GB/s counting 3 bytes a value, 88-91% of HBM (version 6's: 1557-1577 GB/s, 46-47%),
  * 0.10 ms at the default shape against 0.19; `./run` at the default shape: 707.5 TFLOP/s, 1.02x
- * version 5 (version 6: 0.94x). The kernel alone 0.95-0.97x version 6's (v7-kernel-abab.log), below
- * the prediction, its cause not found (README: "The conversion in one pass"). Error: version 6's,
- * 5.2e-02 relative L2 against float64 on the bench's rows without the mask.
+ * version 5 (version 6: 0.94x), 1.00-1.04x in the three archived runs of the day. The kernel
+ * alone 0.95-0.97x version 6's (v7-kernel-abab.log), below the prediction: 1.4% more instructions
+ * and 2% more cycles per instruction (Nsight Compute, h100-l05c-2026-11-26/ncu-v6-v7.log; README:
+ * "The conversion in one pass"). Error: version 6's, 5.2e-02 relative L2 against float64 on the
+ * bench's rows without the mask; on a head 2^-14 smaller than the others, 2.7e-02 where version
+ * 6's is 1.1e-01.
  *
  * Run: `./run 7` (dim 128, 16 heads, batch 4, seq 4096; the time includes the conversion).
  */
