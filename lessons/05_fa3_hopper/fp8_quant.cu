@@ -4,8 +4,7 @@
 
 #include "attn_cuda.cuh"
 #include "fa3_hopper.h"
-#include "fp8_workspace.cuh"
-#include "hopper.cuh"
+#include "fp8_convert.cuh"
 
 /** The largest |x| of tensor blockIdx.y (0 Q, 1 K, 2 V) into amax[blockIdx.y], as float bits.
  * n[] counts 8-element chunks. */
@@ -45,22 +44,9 @@ static __global__ void l05_quant_kernel(const uint4 *__restrict__ q, const uint4
   const size_t n = blockIdx.y == 0 ? nq : nk;
   const float f = to_fp8(amax, blockIdx.y);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const uint4 c = x[i];
-    const uint32_t w[4] = {c.x, c.y, c.z, c.w};
-    float e[8];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      e[2 * j] = __uint_as_float(w[j] << 16) * f;
-      e[2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u) * f;
-    }
-    y[i] = make_uint2(pack_e4m3x4(e[0], e[1], e[2], e[3]), pack_e4m3x4(e[4], e[5], e[6], e[7]));
-  }
+       i += (size_t)gridDim.x * blockDim.x)
+    y[i] = l05_e4m3x8(x[i], f);
 }
-
-/** Padded row length (in bf16) of the staged V tile: 130, so that the keys one warp reads for a
- * row of the transposed tile spread over the banks. */
-#define L05_VT_ROW 130
 
 /** One block per (tile of 128 keys, kv head, batch): V's tile staged in shared memory, then
  * written transposed, one row per head-dimension index, keys permuted by l05_fp8_key(). Keys past
@@ -83,15 +69,8 @@ static __global__ void __launch_bounds__(256)
   }
   __syncthreads();
   /* write: row d of the transposed tile is 128 bytes, 32 words of 4 keys each */
-  uint32_t *out = vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4;
-  for (int w = threadIdx.x; w < 128 * 32; w += blockDim.x) {
-    const int d = w >> 5, p0 = (w & 31) * 4, g0 = p0 & ~31;
-    float e[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      e[u] = __bfloat162float(tile[(g0 + l05_fp8_key((p0 & 31) + u)) * L05_VT_ROW + d]) * f;
-    out[(size_t)d * (seq_pad / 4) + (w & 31)] = pack_e4m3x4(e[0], e[1], e[2], e[3]);
-  }
+  l05_write_vt(tile, vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4, seq_pad, f,
+               blockDim.x);
 }
 
 extern "C" size_t l05_fp8_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv,

@@ -10,17 +10,12 @@
 
 #include "attn_cuda.cuh"
 #include "fa3_hopper.h"
-#include "fp8_workspace.cuh"
-#include "hopper.cuh"
+#include "fp8_convert.cuh"
 
 /** Threads per block: a tile of 128 rows x 128 values is 2048 chunks of 8 bf16, 8 per thread. */
 #define QT_THREADS 256
 /** Chunks of 8 values per thread. */
 #define QT_CHUNKS (L05_FP8_KEY_PAD * 16 / QT_THREADS)
-/** Padded row length (in bf16) of the staged V tile, as in version 6's conversion: the keys one
- * warp reads for a row of the transposed tile spread over the banks. */
-#define QT_VT_ROW 130
-
 /** The scale of a tile whose largest |x| is `amax`: the largest power of two f with amax f <= 448,
  * so that the tile's values land in (224, 448] at the top of e4m3's range. A power of two, because
  * multiplying by it and by its inverse is exact: the scale adds no rounding of its own. An all-zero
@@ -35,18 +30,6 @@ static __device__ __forceinline__ int tile_exponent(float amax) {
 /** 2^e for e in [-126, 126]. */
 static __device__ __forceinline__ float pow2f(int e) {
   return __uint_as_float((uint32_t)(e + 127) << 23);
-}
-
-/** The largest |x| of 8 bf16 values. */
-static __device__ __forceinline__ float absmax8(uint4 c) {
-  const uint32_t w[4] = {c.x, c.y, c.z, c.w};
-  float m = 0.f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    m = fmaxf(m, fabsf(__uint_as_float(w[j] << 16)));
-    m = fmaxf(m, fabsf(__uint_as_float(w[j] & 0xFFFF0000u)));
-  }
-  return m;
 }
 
 /** The block's largest |x|: each warp's by shuffles, then the 8 warps' through shared memory. */
@@ -74,7 +57,7 @@ static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x,
     const int i = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
     const size_t at = (((size_t)b * seq + r0 + i) * nh + h) * 128 + d0;
     c[u] = r0 + i < seq ? *(const uint4 *)(x + at) : make_uint4(0, 0, 0, 0);
-    m = fmaxf(m, absmax8(c[u]));
+    m = fmaxf(m, l05_absmax8(c[u]));
   }
   const int e = tile_exponent(block_max(m, red));
   const float f = pow2f(e);
@@ -83,15 +66,7 @@ static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x,
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int i = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
     if (r0 + i >= seq) continue;
-    const uint32_t w[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
-    float v[8];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      v[2 * j] = __uint_as_float(w[j] << 16) * f;
-      v[2 * j + 1] = __uint_as_float(w[j] & 0xFFFF0000u) * f;
-    }
-    y[((((size_t)b * seq + r0 + i) * nh + h) * 128 + d0) / 8] =
-        make_uint2(pack_e4m3x4(v[0], v[1], v[2], v[3]), pack_e4m3x4(v[4], v[5], v[6], v[7]));
+    y[((((size_t)b * seq + r0 + i) * nh + h) * 128 + d0) / 8] = l05_e4m3x8(c[u], f);
   }
 }
 
@@ -110,27 +85,20 @@ static __device__ __forceinline__ void v_tile(const attn_bf16 *__restrict__ v,
     c[u] = k0 + key < seq_kv
                ? *(const uint4 *)(v + (((size_t)b * seq_kv + k0 + key) * kv_heads + kvh) * 128 + d0)
                : make_uint4(0, 0, 0, 0);
-    m = fmaxf(m, absmax8(c[u]));
+    m = fmaxf(m, l05_absmax8(c[u]));
   }
 #pragma unroll
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int key = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
     const uint32_t w[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
 #pragma unroll
-    for (int j = 0; j < 4; ++j) *(uint32_t *)&tile[key * QT_VT_ROW + d0 + 2 * j] = w[j];
+    for (int j = 0; j < 4; ++j) *(uint32_t *)&tile[key * L05_VT_ROW + d0 + 2 * j] = w[j];
   }
   const int e = tile_exponent(block_max(m, red)); /* its barrier also publishes the staged tile */
   const float f = pow2f(e);
   if (threadIdx.x == 0) *ds = pow2f(-e);
-  uint32_t *out = vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4;
-  for (int w = threadIdx.x; w < 128 * 32; w += QT_THREADS) {
-    const int d = w >> 5, p0 = (w & 31) * 4, g0 = p0 & ~31;
-    float x[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u)
-      x[u] = __bfloat162float(tile[(g0 + l05_fp8_key((p0 & 31) + u)) * QT_VT_ROW + d]) * f;
-    out[(size_t)d * (seq_pad / 4) + (w & 31)] = pack_e4m3x4(x[0], x[1], x[2], x[3]);
-  }
+  l05_write_vt(tile, vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4, seq_pad, f,
+               QT_THREADS);
 }
 
 /** One launch for the three tensors: blockIdx.x counts Q's tiles (head-major), then K's, then V's;
@@ -139,7 +107,7 @@ static __global__ void __launch_bounds__(QT_THREADS)
     l05_quant_tiles_kernel(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
                            const attn_bf16 *__restrict__ v, unsigned char *__restrict__ ws,
                            l05_fp8_layout l, int heads, int kv_heads, int seq_q, int seq_kv) {
-  __shared__ attn_bf16 tile[L05_FP8_KEY_PAD * QT_VT_ROW];
+  __shared__ attn_bf16 tile[L05_FP8_KEY_PAD * L05_VT_ROW];
   __shared__ float red[QT_THREADS / 32];
   const int b = blockIdx.y;
   int t = blockIdx.x;

@@ -1,7 +1,7 @@
 /** @file
  * @brief Where versions 6 and 7 keep their FP8 tensors in the workspace, shared by the conversion
- * kernels (fp8_quant.cu, fp8_quant_tiles.cu) and the attention kernels (v6_fp8.cu,
- * v7_fp8_tiles.cu).
+ * kernels (fp8_quant.cu, fp8_quant_tiles.cu, with the steps they share in fp8_convert.cuh) and the
+ * attention kernels (v6_fp8.cu, v7_fp8_tiles.cu).
  *
  * [0, 16): the largest |x| of Q, K and V as float bits (atomicMax on the bits orders non-negative
  * floats correctly); then, each at a 256-byte boundary, Q in e4m3 [batch, seq_q, heads, dim], K in

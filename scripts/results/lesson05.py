@@ -136,8 +136,8 @@ def l05_peer_grid(a):
                                 cu=a.peer(5, "sdpa-cudnn", **kv), l4=a.peer(5, r"l04-.*", **kv),
                                 fk=a.peer(5, "fp8-kernel-only", **kv),
                                 fk7=a.peer(5, "fp8t-kernel-only", **kv),
-                                conv={n: a.peer(5, c_, **kv) for _, _, c_ in L05_FP8_ROWS
-                                      for n in [c_]},
+                                kern={kn: a.peer(5, kn, **kv) for _, kn, _ in L05_FP8_ROWS},
+                                conv={cn: a.peer(5, cn, **kv) for _, _, cn in L05_FP8_ROWS},
                                 cf=a.peer(5, "cudnn-fp8", **kv), vs=vs, ts=ts,
                                 best=max(bf) if bf else None,
                                 fp8v=[v for v, r in vs.items() if r and "fp8" in r["impl"]]))
@@ -181,8 +181,7 @@ def r_l05_peers(a, ctx):
         base = ts.get(max(bf16)) if bf16 else None  # the last bf16 version (version 5)
         for v in fp8v:
             name = g["vs"][v]["impl"].split("-", 1)[1]
-            k = next((g["fk"] if kn == "fp8-kernel-only" else g["fk7"]
-                      for vn, kn, _ in L05_FP8_ROWS if vn == name), None)
+            k = next((g["kern"][kn] for vn, kn, _ in L05_FP8_ROWS if vn == name), None)
             if sq >= 4096 and base:
                 fp8_over.setdefault((v, c), []).append(
                     (ratio(k and k["tflops"], base), ratio(ts.get(v), base)))
