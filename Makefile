@@ -22,8 +22,16 @@ CONFIG_ARGS += "-DATTN_ARCHS_HOPPER=$(ARCH_HOPPER)"
 endif
 
 # The course's lessons are numbered 1..LAST_LESSON; LESSONS are the ones present in this checkout.
-LAST_LESSON := 9
+# Lesson N lives in lessons/NN_name/, NN its number in two digits (01..09, 10).
+LAST_LESSON := 10
 LESSONS := $(sort $(patsubst lessons/%/CMakeLists.txt,%,$(wildcard lessons/*/CMakeLists.txt)))
+
+# Shell, for the recipes of lesson-N, diff-N and drill-N: $$n must be a lesson number,
+# 1..LAST_LESSON, written without a leading zero (else one line on stderr, exit 2); nn is then its
+# two digits, as the folders lessons/NN_name/ and drills/NN_*.c spell it. $(1): the target's name.
+LESSON_NUMBER = case "$$n" in [1-9]|[1-9][0-9]) [ "$$n" -le $(LAST_LESSON) ];; *) false;; esac || \
+	{ echo "make $(1)-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2; }; \
+	nn=$$(printf '%02d' "$$n")
 
 .PHONY: help configure all test docs plots clean bench drill-check format format-check FORCE
 
@@ -33,7 +41,7 @@ help:
 	@echo "  make diff-N A=2 B=3  show what lesson N's version B changes from version A (the lesson);"
 	@echo "                       whitespace ignored, the files' header comments left out (HEADER=1 keeps them)"
 	@echo "  make test           build everything and run every test with ctest"
-	@echo "  make drill-N        build lesson N's checklist against your drills/ file and run it"
+	@echo "  make drill-N        build lesson N's checklist against your drills/NN_*.c file and run it"
 	@echo "  make drill-check    require every untouched drill stub to FAIL its checklist (CI)"
 	@echo "  make docs           Doxygen HTML into $(BUILD_DIR)/docs/html (warnings are errors)"
 	@echo "  make plots          draw docs/figures/*.png from docs/results/ with gnuplot (CI: must match)"
@@ -56,8 +64,8 @@ all: configure
 
 # The number is checked before anything is configured, so a lesson that is not there costs nothing.
 lesson-%: FORCE
-	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make lesson-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
-	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
+	@n=$*; $(call LESSON_NUMBER,lesson); \
+	dir=$$(ls -d lessons/$${nn}_*/ 2>/dev/null | head -n 1); \
 	if [ -z "$$dir" ] || [ ! -f "$${dir}CMakeLists.txt" ]; then \
 	  echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)" >&2; exit 2; fi; \
 	$(MAKE) --no-print-directory configure || exit $$?; \
@@ -71,8 +79,8 @@ lesson-%: FORCE
 # measured, run) is blanked out, so the diff shows the code's one idea with its true line numbers;
 # HEADER=1 keeps the headers.
 diff-%: FORCE
-	@n=$*; case "$$n" in [1-$(LAST_LESSON)]) ;; *) echo "make diff-N: N is a lesson number, 1..$(LAST_LESSON); got '$$n'" >&2; exit 2;; esac; \
-	dir=$$(ls -d lessons/0$${n}_*/ 2>/dev/null | head -n 1); \
+	@n=$*; $(call LESSON_NUMBER,diff); \
+	dir=$$(ls -d lessons/$${nn}_*/ 2>/dev/null | head -n 1); \
 	if [ -z "$$dir" ]; then echo "lesson $$n is not written yet; present: $(or $(LESSONS),none)" >&2; exit 2; fi; \
 	b="$(B)"; a="$(A)"; \
 	case "$$b" in [1-9]|[1-9][0-9]) ;; *) echo "make diff-$$n: give the versions as numbers, e.g. make diff-$$n A=1 B=2" >&2; exit 2;; esac; \
@@ -82,7 +90,7 @@ diff-%: FORCE
 	fa=$$(pick $$a); fb=$$(pick $$b); \
 	for pair in "$$a:$$fa" "$$b:$$fb"; do \
 	  if [ -z "$${pair#*:}" ]; then \
-	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_*.cu | tr '\n' ' ')" >&2; exit 2; fi; \
+	    echo "lesson $$n has no version file v$${pair%%:*}_*; its version files: $$(cd $$dir && ls v[0-9]*_*.cu 2>/dev/null | tr '\n' ' ' | grep . || echo none yet)" >&2; exit 2; fi; \
 	done; \
 	if [ -n "$(HEADER)" ]; then \
 	  echo "diff -u -w $$fa $$fb"; diff -u -w "$$fa" "$$fb"; rc=$$?; \
@@ -102,8 +110,13 @@ test: configure
 	$(CMAKE) --build $(BUILD_DIR) -j $(JOBS)
 	$(CTEST) --test-dir $(BUILD_DIR) --output-on-failure
 
-drill-%: configure FORCE
-	@n=$*; case "$$n" in [1-9]) ;; check) exit 0;; *) echo "make drill-N: N is a lesson number"; exit 2;; esac; \
+# drill-N: as for lesson-N, the number (and that lesson N has a drill, drills/NN_*.c) is checked
+# before anything is configured. A drill is plain C: it builds even where its lesson is left out.
+drill-%: FORCE
+	@n=$*; $(call LESSON_NUMBER,drill); \
+	if ! ls drills/$${nn}_*.c >/dev/null 2>&1; then \
+	  echo "lesson $$n has no drill yet; drills present: $$(cd drills 2>/dev/null && ls [0-9][0-9]_*.c 2>/dev/null | tr '\n' ' ')" >&2; exit 2; fi; \
+	$(MAKE) --no-print-directory configure || exit $$?; \
 	$(CMAKE) --build $(BUILD_DIR) --target drill-$$n -j $(JOBS) || exit $$?; \
 	"$(abspath $(BUILD_DIR))/bin/drill-$$n"
 

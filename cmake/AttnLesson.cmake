@@ -53,7 +53,7 @@ function(attn_head_dim_sources out)
   set(${out} ${gen_list} PARENT_SCOPE)
 endfunction()
 
-# The folder of lesson N (lessons/0N_name/), or a configure error naming what is there.
+# The folder of lesson N (lessons/NN_name/, NN two digits: 01..09, 10), or a configure error.
 function(attn_lesson_dir out n)
   if(n LESS 10)
     set(pattern "0${n}_*")

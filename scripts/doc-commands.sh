@@ -53,10 +53,11 @@ if [ -f "$build/lessons-left-out.txt" ]; then
   while IFS=$'\t' read -r n why; do [ -n "$n" ] && left_out[$n]=$why; done <"$build/lessons-left-out.txt"
 fi
 left_out_reason() { # file command -> prints the reason when the command needs a left-out lesson
-  local f=$1 cmd=${2%%#*} n
+  local f=$1 cmd=${2%%#*} n nn
   for n in "${!left_out[@]}"; do
-    if [[ "$f" == lessons/0${n}_* || "$f" == lessons/${n}_* ]]; then
-      if [[ "$cmd" =~ (make[[:space:]]+lesson-|\./run|bin/lesson-|l0${n}-) ]]; then
+    nn=$(printf '%02d' "$n") # lesson N's folder is lessons/NN_name/ (01..09, 10)
+    if [[ "$f" == lessons/${nn}_* ]]; then
+      if [[ "$cmd" =~ (make[[:space:]]+lesson-|\./run|bin/lesson-|l${nn}-) ]]; then
         echo "lesson $n is not in this build: ${left_out[$n]}"; return 0
       fi
     elif [[ "$cmd" =~ lesson-${n}([^0-9]|$) ]]; then
@@ -87,7 +88,7 @@ run_line() { # mode file line command
   out=$(cd "$work" && timeout 600 bash -c "$exec_cmd" 2>&1)
   rc=$?
   ran=$((ran + 1))
-  local missing='No rule to make target|No such file or directory|command not found|unknown option|not written yet|must be an integer|needs a value|is not built by this lesson|Error 127'
+  local missing='No rule to make target|No such file or directory|command not found|unknown option|not written yet|has no drill yet|must be an integer|needs a value|is not built by this lesson|Error 127'
   if [ "$mode" = fails ]; then
     if [ $rc -ne 0 ] && ! grep -Eq "$missing" <<<"$out"; then
       report ok "$f" "$n" "$cmd" ""

@@ -81,7 +81,10 @@ if has test; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 
-present=$(ls -d lessons/[0-9][0-9]_*/ 2>/dev/null | sed -E 's#lessons/0?([0-9]+)_.*#\1#')
+# The lessons present: folders lessons/NN_name/ (NN two digits: 01..09, 10) with a CMakeLists.txt
+# (one without is not written yet), as numbers without the leading zero, as the programs are named.
+present=$(ls -d lessons/[0-9][0-9]_*/ 2>/dev/null | while read -r d; do
+            [ -f "${d}CMakeLists.txt" ] && echo "$((10#$(basename "$d" | cut -c1-2)))"; done)
 only=${LESSONS:-}
 LESSONS=${LESSONS:-$present}
 # picked N: 0 when LESSONS was given and does not name lesson N
@@ -90,9 +93,10 @@ picked() { [ -z "$only" ] && return 0; case " $only " in *" $((10#$1)) "*) retur
 if has lessons; then
   : >"$CSV"
   for n in $LESSONS; do
+    n=$((10#$n)) # LESSONS="06 10" as well as "6 10"
     bin=$BUILD/bin/lesson-$n
     [ -x "$bin" ] || { echo "lesson-$n: not built" | tee -a "$LOG"; status=1; continue; }
-    dir=$(ls -d lessons/0${n}_*/ | head -n 1)
+    dir=$(ls -d "lessons/$(printf '%02d' "$n")"_*/ | head -n 1)
     runs=("")
     if [ -f "$dir/${RUNS:-gpu-runs.txt}" ]; then
       while IFS= read -r line; do

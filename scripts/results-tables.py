@@ -35,6 +35,7 @@ The code is the package scripts/results/, one module per lesson over a shared co
                    choice of folder (newest_folder)
     common.py      what every lesson shows alike: the `./run` transcript, the versions table
     lessonNN.py    lesson NN's renderers, each module's RENDERERS naming the regions it writes
+                   (found by name: a lesson10.py joins without being listed anywhere)
     top.py         the top README's headline
     regions.py     the table of every region's renderer, the rewriting of a file, main()
 
@@ -48,14 +49,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from results import common, core, regions, top  # noqa: E402
-from results import (lesson01, lesson02, lesson03, lesson04, lesson05, lesson06,  # noqa: E402
-                     lesson07, lesson08, lesson09)
 
 # Every module's names as this module's own, later modules last (regions' RENDERERS is the table
-# of every region; a lesson module's own RENDERERS is only its part).
-for _mod in (core, common, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07,
-             lesson08, lesson09, top, regions):
+# of every region; a lesson module's own RENDERERS is only its part). The lesson modules are every
+# scripts/results/lessonNN.py, in lesson order (regions.LESSON_MODULES: 01..09, 10, ...).
+for _mod in (core, common) + regions.LESSON_MODULES + (top, regions):
     globals().update({k: v for k, v in vars(_mod).items() if not k.startswith("__")})
+    globals()[_mod.__name__.rsplit(".", 1)[-1]] = _mod  # results.lesson06 as lesson06
 del _mod
 
 main = regions.main

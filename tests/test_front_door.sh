@@ -34,19 +34,39 @@ case "$what" in
     cd "$src" || exit 1
     export BUILD_DIR=$build
     last=$(sed -n 's/^LAST_LESSON := //p' Makefile)
-    absent=""
+    # Lesson N's folder is lessons/NN_name/, NN two digits (01..09, 10, ...); one without a
+    # CMakeLists.txt is not written yet.
+    absent="" nofolder=""
     for n in $(seq 1 "$last"); do
-      ls -d lessons/0${n}_*/ >/dev/null 2>&1 || { absent=$n; break; }
+      dir=$(ls -d "lessons/$(printf '%02d' "$n")"_*/ 2>/dev/null | head -n 1)
+      if [ -z "$dir" ]; then absent=$n nofolder=1; break; fi
+      [ -f "${dir}CMakeLists.txt" ] || { absent=$n; break; }
     done
     if [ -n "$absent" ]; then
       expect 2 "^lesson $absent is not written yet; present: .*01_memory_hierarchy" \
         make -s --no-print-directory "lesson-$absent"
-      expect 2 "^lesson $absent is not written yet" make -s --no-print-directory "diff-$absent" B=2
+      if [ -n "$nofolder" ]; then
+        expect 2 "^lesson $absent is not written yet" make -s --no-print-directory "diff-$absent" B=2
+      fi
     fi
     expect 2 "N is a lesson number, 1\.\.$last; got '0'" make -s --no-print-directory lesson-0
     expect 2 "N is a lesson number, 1\.\.$last; got '$((last + 1))'" \
       make -s --no-print-directory "lesson-$((last + 1))"
     expect 2 "N is a lesson number, 1\.\.$last; got 'x'" make -s --no-print-directory lesson-x
+    expect 2 "N is a lesson number, 1\.\.$last; got '01'" make -s --no-print-directory lesson-01
+    expect 2 "make diff-N: N is a lesson number, 1\.\.$last; got '$((last + 1))'" \
+      make -s --no-print-directory "diff-$((last + 1))" B=2
+    expect 2 "make drill-N: N is a lesson number, 1\.\.$last; got '$((last + 1))'" \
+      make -s --no-print-directory "drill-$((last + 1))"
+    expect 2 "make drill-N: N is a lesson number, 1\.\.$last; got 'x'" \
+      make -s --no-print-directory drill-x
+    # Every number up to the last, two-digit ones too, reaches its lesson's folder (lessons/NN_*):
+    # a version that no lesson has is named as missing from that lesson, or the lesson as not
+    # written yet, never the number as wrong.
+    for n in 1 "$last"; do
+      expect 2 "^lesson $n (has no version file v98_\*|is not written yet)" \
+        make -s --no-print-directory "diff-$n" A=98 B=99
+    done
     expect 0 "make lesson-N +build lesson N \(1\.\.$last\)" make -s --no-print-directory help
     expect 0 "make diff-N A=2 B=3" make -s --no-print-directory help
     # The diff target shows one version against the next, and exits 0 when they differ.

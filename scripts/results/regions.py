@@ -4,18 +4,25 @@ main())."""
 import argparse
 import difflib
 import glob
+import importlib
 import os
+import pkgutil
 import re
 import sys
 
 from . import common, top
-from . import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09
 from .core import (CLOSE, OPEN, RESULTS, ROOT, TOP_LESSONS, Archive, newest_folder,
                    newest_folder_or_none)
 
-# The modules whose RENDERERS make up the table below, in the order their regions were listed.
-MODULES = (top, lesson01, lesson02, lesson03, lesson04, common, lesson05, lesson06, lesson07,
-           lesson08, lesson09)
+# Every lesson's module, scripts/results/lessonNN.py (NN two digits, as the lesson's folder: 01..09,
+# 10), in lesson order: a new lesson's renderers join the table by their file alone.
+LESSON_MODULES = tuple(
+    importlib.import_module(f"{__package__}.{name}")
+    for name in sorted(m.name for m in pkgutil.iter_modules([os.path.dirname(__file__)])
+                       if re.fullmatch(r"lesson\d{2}", m.name)))
+
+# The modules whose RENDERERS make up the table below.
+MODULES = (top, common) + LESSON_MODULES
 
 
 def _renderers():

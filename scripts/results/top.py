@@ -4,8 +4,8 @@ line per folder read: its device and date, and whether every version in it passe
 import os
 import re
 
-from .core import NO_PEERS, ROOT, Archive, att, lesson_dirs, newest_folder_or_none, seq_label, source, \
-    span, table
+from .core import NO_PEERS, ROOT, Archive, att, lesson_dirs, newest_folder_or_none, ratio, \
+    seq_label, source, span, table
 from .lesson01 import copy_verdict, l01, l01_hbm_peak
 from .lesson02 import L02_DEFAULT, L02_LONG, l02_1r1w, l02_peer
 from .lesson04 import l04, l04_shape, sdpa_rows
@@ -14,6 +14,7 @@ from .lesson06 import L06_DEFAULT, L06_NAMES, tbs
 from .lesson07 import L07_DEFAULT, L07_NAMES, L07_PAGED, l07_dense, l07_peer_rows, l07_peer_summary
 from .lesson08 import l08_gpus, l08_long_speedups, l08_names, l08_runs
 from .lesson09 import l09_over_peers
+from .lesson10 import L10_TILES, l10_peer_ranges, l10_peer_rows, l10_vs_one
 
 NO_ARCHIVE = "no archived run yet (docs/results/ has no folder with rows of this lesson)"
 
@@ -249,7 +250,77 @@ def h09(a):
     return h, peer
 
 
-HEADLINES = {1: h01, 2: h02, 3: h03, 4: h04, 5: h05, 6: h06, 7: h07, 8: h08, 9: h09}
+def _on_gpu(a):
+    """'on an H100', 'on an H200', ... from the device's name, else 'on the <name>'."""
+    m = re.search(r"\b([A-Z]\d{2,3})\b", a.device)
+    if not m:
+        return f"on the {a.device}"
+    return f"on {'an' if m.group(1)[0] in 'AEFHILMNORSX' else 'a'} {m.group(1)}"
+
+
+def _kv_span(xs):
+    lo, hi = seq_label(min(xs)), seq_label(max(xs))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def h10(a):
+    """Lesson 10's draft tokens at the bench's large steps (batch 16 and more, 32k keys and more):
+    version 1's rate over its one-token rate, and over cuDNN's paged SDPA with the same tokens;
+    without the bench, the same from the lesson's own runs at batch 16 and more."""
+    rows = [d for d in l10_peer_rows(a) if d["b"] >= 16 and d["skv"] >= 32768]
+    if rows:
+        masks = sorted({(d["dim"], d["mask"]) for d in rows},
+                       key=lambda g: (-g[0], g[1] != "causal"))
+        dim, mask = masks[0]
+        rows = [d for d in rows if (d["dim"], d["mask"]) == (dim, mask)]
+        lo = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8], l10_vs_one)
+        hi = l10_peer_ranges([d for d in rows if d["t"] == 16], l10_vs_one)
+        rate = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8], lambda d: d["l10"])
+        pct = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8], lambda d: d["pct"])
+        if lo is None:
+            return None
+        bs = sorted({d["b"] for d in rows})
+        h = (f"Draft tokens over a paged cache, version 1 `draft-tiles`, at batch "
+             f"{bs[0] if bs[0] == bs[-1] else f'{bs[0]}-{bs[-1]}'} with "
+             f"{_kv_span([d['skv'] for d in rows])} keys ({mask} mask, dim {dim}): 2-8 draft "
+             f"tokens at {span(lo[0], lo[1], 2)}x the one-token rate "
+             f"({span(rate[0], rate[1], 2)} TB/s, {span(pct[0], pct[1], 0)}% of HBM)")
+        if hi:
+            h += f", 16 at {span(hi[0], hi[1], 2)}x"
+        h += f", {_on_gpu(a)}"
+        cu = l10_peer_ranges([d for d in rows if d["t"] >= 2], lambda d: ratio(d["l10"], d["cu"]))
+        y = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8],
+                            lambda d: ratio(d["l10"], d["l07"]))
+        ts = sorted({d["t"] for d in rows if d["t"] >= 2 and d["cu"]})
+        peer = []
+        if cu:
+            peer.append(f"{span(cu[0], cu[1], 2)}x cuDNN's paged SDPA with the same "
+                        f"{ts[0]}-{ts[-1]} draft tokens")
+        if y:
+            peer.append(f"{span(y[0], y[1], 2)}x lesson 07's version 5 with 2-8")
+        return h, "; ".join(peer) or no_peer(a, 10)
+    # no bench: the lesson's own runs at batch 16 and more, T draft tokens over one
+    over, pairs = {}, []
+    for r in a.rows(10, L10_TILES, timed=True):
+        if r["batch"] >= 16 and r["seq_q"] > 1 and r["gbs"]:
+            one = a.one(10, L10_TILES, **dict({k: r[k] for k in ("batch", "heads", "kv_heads",
+                                                                  "seq_kv", "dim", "causal")},
+                                              seq_q=1))
+            if one and one["gbs"]:
+                over.setdefault(r["seq_q"], []).append(r["gbs"] / one["gbs"])
+                pairs.append(r)
+    if not over:
+        return None
+    bs = sorted({r["batch"] for r in pairs})
+    words = ", ".join(f"{t} draft tokens at {span(min(v), max(v), 2)}x"
+                      for t, v in sorted(over.items()))
+    return (f"Draft tokens over a paged cache, version 1 `draft-tiles`, at batch "
+            f"{bs[0] if bs[0] == bs[-1] else f'{bs[0]}-{bs[-1]}'} with "
+            f"{_kv_span([r['seq_kv'] for r in pairs])} keys: {words} the one-token rate, "
+            f"{_on_gpu(a)}", no_peer(a, 10))
+
+
+HEADLINES = {1: h01, 2: h02, 3: h03, 4: h04, 5: h05, 6: h06, 7: h07, 8: h08, 9: h09, 10: h10}
 
 
 def check_sentence(a):

@@ -1,0 +1,38 @@
+/* Version 1's plan on the host: the chunk every sequence is cut by, the workspace that holds the
+ * chunks' partial states, and the launcher for a head dimension. Nothing here reads the lengths:
+ * the plan is made from the batch and the limits, so that a captured launch stays valid when the
+ * lengths change. */
+#include <limits.h>
+
+#include "serving_decode.h"
+
+int l10_draft_chunk(const l10_step *s) {
+  const int units = l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
+  const long long blocks = (long long)s->batch * s->kv_heads * units;
+  const int per_sm = s->dim == 64 ? l10_draft_per_sm_d64() : l10_draft_per_sm_d128();
+  const long long slots = (long long)l06_sm_count() * per_sm;
+  /* l06_num_splits(): one wave of blocks, chunks of at least L06_MIN_CHUNK keys */
+  const int splits =
+      l06_num_splits(slots > INT_MAX ? INT_MAX : (int)slots,
+                     blocks > INT_MAX ? INT_MAX : (int)blocks, s->max_seq_kv, L06_MAX_SPLITS);
+  return l06_chunk_len(s->max_seq_kv, splits);
+}
+
+size_t l10_draft_workspace_bytes(const l10_step *s) {
+  const int chunk = l10_draft_chunk(s);
+  const int splits = (s->max_seq_kv + chunk - 1) / chunk;
+  if (splits <= 1) return 0;
+  const size_t units =
+      (size_t)s->batch * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
+  /* the counters, then O and the log-sum-exp of every (unit, chunk, row) */
+  return l06_counter_bytes((int)units) +
+         units * (size_t)splits * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float);
+}
+
+cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
+                      size_t workspace_bytes, cudaStream_t stream) {
+  if (!s) return cudaErrorInvalidValue;
+  if (s->dim == 64) return l10_draft_d64(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 128) return l10_draft_d128(s, o, lse, workspace, workspace_bytes, stream);
+  return cudaErrorInvalidValue;
+}

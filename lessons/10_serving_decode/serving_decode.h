@@ -1,0 +1,145 @@
+/**
+ * @file serving_decode.h
+ * @brief Lesson 10: decode as a server runs it, over lesson 07's paged cache. One step of
+ *        speculative decoding checks several draft tokens per sequence at once; this lesson's
+ *        kernels read each sequence's keys once for all of them.
+ *
+ * One step (l10_step): sequence b has seq_lens[b] keys in the paged cache; the last q_lens[b] of
+ * them belong to its draft tokens (appended before the step, as a server appends them), and those
+ * tokens' queries are rows q_start[b] .. q_start[b] + q_lens[b] - 1 of the packed Q. Draft token
+ * i of sequence b stands at position n_b - q_b + i (n_b keys, q_b tokens) and sees (l10_sees()):
+ *  - L10_MASK_NONE: every key of its sequence;
+ *  - L10_MASK_CAUSAL: the keys up to its own position (the bottom-right causal mask of lesson 07);
+ *  - L10_MASK_TREE: the n_b - q_b keys before the draft tokens, and draft token j's key when bit j
+ *    of tree[q_start[b] + i] is set (a token tree, as EAGLE and Medusa verify: each token sees the
+ *    path from the root to itself).
+ *
+ * Versions (the lesson's table):
+ *  1. draft-tiles: lesson 07's version 5 with the query rows of a KV head's group and its draft
+ *     tokens (up to L10_UNIT_ROWS rows) in one block: four 16-row tensor-core tiles share every K
+ *     and V tile the block loads, so the keys are read from memory once for up to 64 rows.
+ *  The program's table runs version 1 twice, with the shape's mask (none or causal) and with a
+ *  binary tree of draft tokens (draft-tree), then lesson 07's version 5 on the same cache and
+ *  values as the yardstick (l07-balance: equal counts of at most 8 tokens, no tree).
+ *
+ * Every length and count is read on the device: the grid depends only on the batch and the limits
+ * (max_q, max_seq_kv), so one launch can be captured in a CUDA graph and replayed after the
+ * lengths and the tables change. Values the device reads are clamped to the limits (q_lens to
+ * 1..max_q, seq_lens to q_lens[b]..max_seq_kv), so a bad one gives a wrong answer, never a bad
+ * address.
+ */
+#ifndef L10_SERVING_DECODE_H
+#define L10_SERVING_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn.h"
+#include "draft.h"           /* l10_mask, l10_sees(), l10_merge_state() */
+#include "paged_attention.h" /* lesson 07: the pool, the block table, the append (USES 7) */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The most draft tokens per sequence and step. */
+#define L10_MAX_DRAFT 16
+/** Query rows (query heads of a KV group x draft tokens) one block holds: four 16-row tiles. */
+#define L10_UNIT_ROWS 64
+/** Rows of the lesson's table: version 1 with the shape's mask, with a tree, and the yardstick. */
+#define L10_VERSIONS 3
+
+/** One decode step over a paged cache: device pointers, and the limits the grid is made from. */
+typedef struct l10_step {
+  const void *q;          /**< `[total_q, heads, dim]` bf16, the draft tokens of every sequence */
+  const int *q_start;     /**< `[batch]` sequence b's first row of q, o and lse */
+  const int *q_lens;      /**< `[batch]` its draft tokens, 1..max_q */
+  const uint32_t *tree;   /**< `[total_q]` with L10_MASK_TREE: bit j of row r's word: the token
+                               of row r sees draft token j of its sequence; else NULL */
+  const void *k_cache;    /**< `[num_blocks, block_size, kv_heads, dim]` bf16 */
+  const void *v_cache;    /**< the same for V */
+  const int *block_table; /**< `[batch, max_blocks]` */
+  const int *seq_lens;    /**< `[batch]` keys of each sequence, its draft tokens' included */
+  int batch;              /**< sequences */
+  int heads;              /**< query heads */
+  int kv_heads;           /**< KV heads (heads a multiple of it) */
+  int dim;                /**< head dimension: 64 or 128 */
+  int max_q;              /**< the most draft tokens of any sequence: 1..L10_MAX_DRAFT */
+  int max_seq_kv;         /**< the most keys of any sequence (the grid's limit) */
+  int max_blocks;         /**< block-table columns, at least ceil(max_seq_kv / block_size) */
+  int block_size;         /**< tokens per page, a power of two */
+  l10_mask mask;          /**< what the draft tokens see of each other */
+  float scale;            /**< softmax scale */
+} l10_step;
+
+/* l10_mask, l10_sees() and l10_merge_state(): draft.h (the drill's header). */
+
+/**
+ * Checks a step's limits on the host: 0, or -1 with a one-line reason in @p err. The values on
+ * the device (counts, lengths, tables) are not read.
+ */
+int l10_step_check(const l10_step *s, char *err, size_t err_len);
+
+/** Query rows of a KV head's group one unit (block row) holds, and the units per KV head: the
+ * group's heads / kv_heads x max_q rows in blocks of L10_UNIT_ROWS. */
+int l10_units_per_kv_head(int heads, int kv_heads, int max_q);
+
+/** The keys of one chunk (a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK unless
+ * max_seq_kv is shorter) for a step of this shape on the current device: enough chunks that the
+ * blocks fill the GPU once. Sequence b's keys are cut into ceil(n_b / chunk) chunks. */
+int l10_draft_chunk(const l10_step *s);
+
+/** Bytes of version 1's workspace for this step (0 when no sequence can be cut into chunks); it
+ * must be zeroed once before the first call, and every call leaves it zeroed. */
+size_t l10_draft_workspace_bytes(const l10_step *s);
+
+/** @name Version 1's launchers
+ *  Enqueue one step on @p stream: O `[total_q, heads, dim]` bf16 and the natural-log log-sum-exp
+ *  `[total_q, heads]` fp32 (a row that sees no key: O = 0, -inf). Return the first CUDA error, or
+ *  cudaErrorInvalidValue for limits l10_step_check() refuses or a workspace too small.
+ *  @{ */
+cudaError_t l10_draft_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                          size_t workspace_bytes, cudaStream_t stream);
+cudaError_t l10_draft_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                           size_t workspace_bytes, cudaStream_t stream);
+/** Blocks of version 1's kernel one SM holds, head dimension 64 (0 without a device). */
+int l10_draft_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l10_draft_per_sm_d128(void);
+/** @} */
+
+/** Version 1 for head dimension s->dim (64 or 128). */
+cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
+                      size_t workspace_bytes, cudaStream_t stream);
+
+/**
+ * The step on the CPU in double precision, reading K and V through the block table: the reference
+ * every version is checked against. Host arrays laid out as in l10_step (@p k_cache and
+ * @p v_cache in float); @p o `[total_q, heads, dim]` and @p lse `[total_q, heads]` in float.
+ * Only the rows whose @p row_mask entry is non-zero are computed when @p row_mask (`[total_q]`)
+ * is not NULL. Returns 0.
+ */
+int l10_reference(const l10_step *s, const float *q, const int *q_start, const int *q_lens,
+                  const uint32_t *tree, const float *k_cache, const float *v_cache,
+                  const int *block_table, const int *seq_lens, const unsigned char *row_mask,
+                  float *o, float *lse);
+
+/**
+ * Version 1's algorithm on the CPU, in float, block by block: units of L10_UNIT_ROWS rows,
+ * chunks of @p chunk keys, 16-key tiles split over four warps as the kernel splits them, each
+ * warp's online softmax, the warps merged, then the chunks merged with l10_merge_state(). Same
+ * arguments as l10_reference() (no row mask). Returns 0, or -1 when memory ran out.
+ */
+int l10_cpu_model(const l10_step *s, int chunk, const float *q, const int *q_start,
+                  const int *q_lens, const uint32_t *tree, const float *k_cache,
+                  const float *v_cache, const int *block_table, const int *seq_lens, float *o,
+                  float *lse);
+
+/** The lesson's table of versions, its default shape and head dimensions. */
+extern const attn_lesson l10_lesson;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* L10_SERVING_DECODE_H */

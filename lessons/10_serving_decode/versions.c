@@ -1,0 +1,414 @@
+/* Lesson 10's table: version 1 (draft tokens over a paged cache) with the shape's mask, the same
+ * kernel with a tree of draft tokens, and lesson 07's version 5 on the same cache as the
+ * yardstick. All three are ATTN_CUSTOM: the step has a packed Q and a count per sequence, which the
+ * harness's dense and paged kinds do not describe. One setup serves them: it draws Q, K and V,
+ * builds lesson 07's kind of pool (shuffled pages, NaN in every slot no token owns) and computes
+ * the fp64 reference on a sample of rows. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_bf16.h"
+#include "attn_paged.h"
+#include "attn_rng.h"
+#include "serving_decode.h"
+
+/** The table's rows. */
+enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_L07 = 3 };
+
+/* What a row holds between setup and teardown. */
+typedef struct draft_state {
+  int row;                /* ROW_* */
+  l10_step st;            /* the step, device pointers */
+  int total_q;            /* packed query rows */
+  int *qs, *ql, *lens;    /* host: q_start, q_lens, seq_lens */
+  uint32_t *tree;         /* host tree words, or NULL */
+  float *ref_o, *ref_lse; /* the reference on the sampled rows */
+  unsigned char *sample;  /* [total_q]: rows checked */
+  double kv_bytes;        /* K and V bytes the step must read */
+  uint16_t *d_q, *d_k, *d_v, *d_o;
+  int *d_table, *d_lens, *d_qs, *d_ql;
+  uint32_t *d_tree;
+  float *d_lse;
+  void *d_ws;
+  size_t ws_bytes;
+} draft_state;
+
+/* The program's token tree: a binary tree in breadth-first order, token i's parent (i - 1) / 2;
+ * each token sees the path from the root to itself. */
+static uint32_t tree_word(int i) {
+  uint32_t w = 0;
+  for (int t = i;; t = (t - 1) / 2) {
+    w |= 1u << t;
+    if (t == 0) break;
+  }
+  return w;
+}
+
+static const char *supports(const attn_problem *p, int row) {
+  static char why[160];
+  if (p->dim != 64 && p->dim != 128) return "built for head dimensions 64 and 128";
+  if (p->seq_q > L10_MAX_DRAFT) {
+    snprintf(why, sizeof why, "draft tokens per sequence (--seq) 1..%d", L10_MAX_DRAFT);
+    return why;
+  }
+  if (p->block_size & (p->block_size - 1))
+    return "block sizes that are powers of two (the page and the slot are a shift and a mask)";
+  for (int b = 0; b < p->batch; ++b)
+    if (attn_kv_len(p, b) < p->seq_q)
+      return "every sequence holds its draft tokens: keys (--kv-seq, --kv-lens) >= --seq";
+  if ((long long)p->batch * p->seq_q * p->heads > INT_MAX) return "more than 2^31 - 1 query rows";
+  if (row == ROW_L07) {
+    if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
+  }
+  return NULL;
+}
+
+static void teardown(void *state) {
+  draft_state *s = (draft_state *)state;
+  if (!s) return;
+  free(s->qs), free(s->ql), free(s->lens), free(s->tree);
+  free(s->ref_o), free(s->ref_lse), free(s->sample);
+  cudaFree(s->d_q), cudaFree(s->d_k), cudaFree(s->d_v), cudaFree(s->d_o);
+  cudaFree(s->d_table), cudaFree(s->d_lens), cudaFree(s->d_qs), cudaFree(s->d_ql);
+  cudaFree(s->d_tree), cudaFree(s->d_lse), cudaFree(s->d_ws);
+  free(s);
+}
+
+/* Rows the check compares: all of them for a small step, else each sequence's first and last
+ * draft token and 64 more drawn from the seed. */
+static void choose_rows(draft_state *s, const attn_problem *p, uint64_t seed) {
+  double work = 0.0;
+  for (int b = 0; b < p->batch; ++b) work += (double)s->ql[b] * s->lens[b];
+  const int all = work * p->heads * p->dim <= 1e9;
+  for (int r = 0; r < s->total_q; ++r) s->sample[r] = (unsigned char)all;
+  if (all) return;
+  for (int b = 0; b < p->batch; ++b) s->sample[s->qs[b]] = s->sample[s->qs[b] + s->ql[b] - 1] = 1;
+  attn_rng rng;
+  attn_rng_seed(&rng, seed, 0x5A3Bu);
+  for (int i = 0; i < 64; ++i) s->sample[attn_rng_below(&rng, (uint32_t)s->total_q)] = 1;
+}
+
+static cudaError_t upload(void **dst, const void *src, size_t bytes) {
+  ATTN_TRY(cudaMalloc(dst, bytes ? bytes : 1));
+  return cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+static cudaError_t upload_bf16(uint16_t **dst, const float *src, size_t n) {
+  uint16_t *h = (uint16_t *)malloc(n * sizeof(uint16_t) + 1);
+  if (!h) return cudaErrorMemoryAllocation;
+  attn_f32_to_bf16_array(src, h, n);
+  const cudaError_t e = upload((void **)dst, h, n * sizeof(uint16_t));
+  free(h);
+  return e;
+}
+
+static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **skip) {
+  *state = NULL;
+  const attn_problem *p = ctx->problem;
+  const int row = ctx->version;
+  const char *why = supports(p, row);
+  if (why) {
+    *skip = why;
+    return cudaSuccess;
+  }
+  draft_state *s = (draft_state *)calloc(1, sizeof *s);
+  if (!s) return cudaErrorMemoryAllocation;
+  *state = s;
+  s->row = row;
+  const int B = p->batch, H = p->heads, D = p->dim;
+  s->total_q = B * p->seq_q;
+  s->qs = (int *)malloc(sizeof(int) * B);
+  s->ql = (int *)malloc(sizeof(int) * B);
+  s->lens = (int *)malloc(sizeof(int) * B);
+  s->sample = (unsigned char *)malloc((size_t)s->total_q);
+  const size_t qn = (size_t)s->total_q * H * D;
+  float *q = (float *)malloc(qn * sizeof(float) + 1);
+  const size_t kvn = (size_t)B * p->seq_kv * p->kv_heads * D;
+  float *k = (float *)malloc(kvn * sizeof(float) + 1),
+        *v = (float *)malloc(kvn * sizeof(float) + 1);
+  s->ref_o = (float *)malloc(qn * sizeof(float) + 1);
+  s->ref_lse = (float *)malloc((size_t)s->total_q * H * sizeof(float) + 1);
+  if (!s->qs || !s->ql || !s->lens || !s->sample || !q || !k || !v || !s->ref_o || !s->ref_lse) {
+    free(q), free(k), free(v);
+    return cudaErrorMemoryAllocation;
+  }
+  for (int b = 0; b < B; ++b)
+    s->qs[b] = b * p->seq_q, s->ql[b] = p->seq_q, s->lens[b] = attn_kv_len(p, b);
+  const uint64_t seed = ctx->options->seed;
+  attn_fill_attention_input(q, qn, seed, 1);
+  attn_fill_attention_input(k, kvn, seed, 2);
+  attn_fill_attention_input(v, kvn, seed, 3);
+  attn_paged c;
+  const int built = attn_paged_build(p, k, v, seed, &c);
+  free(k), free(v);
+  if (built != 0) {
+    free(q);
+    return cudaErrorMemoryAllocation;
+  }
+  l10_mask mask = p->causal ? L10_MASK_CAUSAL : L10_MASK_NONE;
+  if (row == ROW_TREE) {
+    mask = L10_MASK_TREE;
+    s->tree = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)s->total_q);
+    if (!s->tree) {
+      free(q), attn_paged_free(&c);
+      return cudaErrorMemoryAllocation;
+    }
+    for (int r = 0; r < s->total_q; ++r) s->tree[r] = tree_word(r % p->seq_q);
+  }
+  l10_step *st = &s->st;
+  *st = (l10_step){.batch = B,
+                   .heads = H,
+                   .kv_heads = p->kv_heads,
+                   .dim = D,
+                   .max_q = p->seq_q,
+                   .max_seq_kv = p->seq_kv,
+                   .max_blocks = c.max_blocks,
+                   .block_size = p->block_size,
+                   .mask = mask,
+                   .scale = attn_scale(p)};
+  s->kv_bytes = 0.0;
+  for (int b = 0; b < B; ++b) s->kv_bytes += 2.0 * s->lens[b] * p->kv_heads * D * 2;
+  choose_rows(s, p, seed);
+  /* the reference reads the host pool through the same table (NaN in every slot no token owns) */
+  l10_reference(st, q, s->qs, s->ql, s->tree, c.k_cache, c.v_cache, c.block_table, c.seq_lens,
+                s->sample, s->ref_o, s->ref_lse);
+  const size_t pool = (size_t)c.num_blocks * c.block_size * p->kv_heads * D;
+  cudaError_t e = upload_bf16(&s->d_q, q, qn);
+  free(q);
+  if (e == cudaSuccess) e = upload_bf16(&s->d_k, c.k_cache, pool);
+  if (e == cudaSuccess) e = upload_bf16(&s->d_v, c.v_cache, pool);
+  if (e == cudaSuccess)
+    e = upload((void **)&s->d_table, c.block_table, sizeof(int) * (size_t)B * c.max_blocks);
+  attn_paged_free(&c);
+  if (e == cudaSuccess) e = upload((void **)&s->d_lens, s->lens, sizeof(int) * B);
+  if (e == cudaSuccess) e = upload((void **)&s->d_qs, s->qs, sizeof(int) * B);
+  if (e == cudaSuccess) e = upload((void **)&s->d_ql, s->ql, sizeof(int) * B);
+  if (e == cudaSuccess && s->tree)
+    e = upload((void **)&s->d_tree, s->tree, sizeof(uint32_t) * (size_t)s->total_q);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_o, qn * sizeof(uint16_t));
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_lse, (size_t)s->total_q * H * sizeof(float));
+  if (e != cudaSuccess) return e;
+  st->q = s->d_q, st->q_start = s->d_qs, st->q_lens = s->d_ql, st->tree = s->d_tree;
+  st->k_cache = s->d_k, st->v_cache = s->d_v, st->block_table = s->d_table;
+  st->seq_lens = s->d_lens;
+  s->ws_bytes = row == ROW_L07 ? l07_paged_workspace_bytes(5, B, H, p->kv_heads, p->seq_q,
+                                                           p->seq_kv, p->kv_lens, D)
+                               : l10_draft_workspace_bytes(st);
+  if (s->ws_bytes) {
+    ATTN_TRY(cudaMalloc(&s->d_ws, s->ws_bytes));
+    ATTN_TRY(cudaMemset(s->d_ws, 0, s->ws_bytes));
+  }
+  return cudaSuccess;
+}
+
+static cudaError_t poison(void *state, cudaStream_t stream) {
+  draft_state *s = (draft_state *)state;
+  const size_t rows = (size_t)s->total_q * s->st.heads;
+  ATTN_TRY(attn_poison(s->d_o, rows * s->st.dim * sizeof(uint16_t), stream));
+  return attn_poison(s->d_lse, rows * sizeof(float), stream);
+}
+
+static cudaError_t launch(void *state, cudaStream_t stream) {
+  draft_state *s = (draft_state *)state;
+  const l10_step *st = &s->st;
+  if (s->row != ROW_L07) return l10_draft(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
+  /* lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q when every count is equal
+   */
+  int any_short = 0;
+  for (int b = 0; b < st->batch; ++b) any_short |= s->lens[b] != st->max_seq_kv;
+  return (st->dim == 64 ? l07_paged_balance_d64 : l07_paged_balance_d128)(
+      st->q, st->k_cache, st->v_cache, st->block_table, st->seq_lens, any_short ? s->lens : NULL,
+      s->d_o, s->d_lse, (float *)s->d_ws, s->ws_bytes, st->batch, st->heads, st->kv_heads,
+      st->max_q, st->max_seq_kv, st->max_blocks, st->block_size, st->mask == L10_MASK_CAUSAL,
+      st->scale, stream);
+}
+
+/* O and the log-sum-exp of the sampled rows against the reference; every element scanned for
+ * poison and NaN. The verdict with the larger margin is the row's. */
+static cudaError_t check(void *state, attn_verdict *v) {
+  draft_state *s = (draft_state *)state;
+  const int H = s->st.heads, D = s->st.dim;
+  const size_t rows = (size_t)s->total_q * H;
+  uint16_t *o = (uint16_t *)malloc(rows * D * sizeof(uint16_t) + 1);
+  float *lse = (float *)malloc(rows * sizeof(float) + 1);
+  cudaError_t e = o && lse ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (e == cudaSuccess) e = cudaMemcpy(o, s->d_o, rows * D * 2, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) e = cudaMemcpy(lse, s->d_lse, rows * 4, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess) {
+    attn_verdict vl;
+    attn_verdict_init(v, ATTN_BF16);
+    attn_verdict_init_lse(&vl, ATTN_BF16);
+    attn_verdict_scan(v, ATTN_BF16, o, rows * D, 0);
+    attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
+    const int Q = s->st.max_q;
+    for (int r = 0; r < s->total_q; ++r) {
+      if (!s->sample[r]) continue;
+      for (int h = 0; h < H; ++h) {
+        const size_t i = (size_t)r * H + h;
+        for (int d = 0; d < D; ++d)
+          attn_verdict_add(v, attn_load(ATTN_BF16, o, i * D + d), s->ref_o[i * D + d]);
+        /* lesson 07 writes the log-sum-exp as [batch, heads, seq_q] */
+        const size_t li = s->row == ROW_L07 ? ((size_t)(r / Q) * H + h) * Q + r % Q : i;
+        attn_verdict_add(&vl, lse[li], s->ref_lse[i]);
+      }
+    }
+    attn_verdict_finish(v);
+    attn_verdict_finish(&vl);
+    if (attn_verdict_margin(&vl) > attn_verdict_margin(v)) *v = vl;
+  }
+  free(o), free(lse);
+  return e;
+}
+
+/* The bytes a step must move: K and V once, Q read and O written. */
+static void work(void *state, attn_work *w) {
+  draft_state *s = (draft_state *)state;
+  memset(w, 0, sizeof *w);
+  w->bytes = s->kv_bytes + (double)s->total_q * s->st.heads * s->st.dim * 2 * 2;
+}
+
+static void footprint(const attn_problem *p, double *device_bytes, double *host_bytes) {
+  const double blocks = (double)p->batch * ((p->seq_kv + p->block_size - 1) / p->block_size);
+  const double pool = 1.25 * blocks * p->block_size * p->kv_heads * p->dim;
+  const double qn = (double)p->batch * p->seq_q * p->heads * p->dim;
+  *device_bytes = 2.0 * pool * 2 + 2.0 * qn * 2;
+  *host_bytes =
+      4.0 * (2.0 * pool + 2.0 * (double)p->batch * p->seq_kv * p->kv_heads * p->dim + 3.0 * qn);
+}
+
+static const attn_custom kDraft = {.setup = setup,
+                                   .poison = poison,
+                                   .launch = launch,
+                                   .check = check,
+                                   .work = work,
+                                   .teardown = teardown,
+                                   .footprint = footprint};
+
+static const attn_version kVersions[L10_VERSIONS] = {
+    {.name = "draft-tiles",
+     .summary = "every draft token of a KV group in one block: the keys read once for 64 rows",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+    {.name = "draft-tree",
+     .summary = "version 1 with a binary tree of draft tokens (each sees its path to the root)",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+    {.name = "l07-balance",
+     .summary = "yardstick: lesson 07's version 5 on the same cache (16-row tiles, one block each)",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+};
+
+/* The CPU part: the mask rule on a small tree, and version 1's CPU model against the reference on
+ * an awkward step (GQA 4:1, lengths 700, 5 and 129, 3, 1 and 5 draft tokens, a tree). */
+static int cpu_part(const attn_options *o) {
+  printf("a binary tree of 7 draft tokens after 4 keys: what each token sees (x) of keys 0..10\n");
+  for (int i = 0; i < 7; ++i) {
+    printf("  token %d: ", i);
+    for (int key = 0; key < 11; ++key)
+      putchar(l10_sees(L10_MASK_TREE, tree_word(i), i, 7, 11, key) ? 'x' : '.');
+    putchar('\n');
+  }
+  enum { B = 3, H = 8, KVH = 2, D = 64, BS = 16, MAXB = 44 };
+  static const int lens[B] = {700, 5, 129}, ql[B] = {3, 1, 5}, qs[B] = {0, 3, 4};
+  const int total_q = 9, pool_blocks = B * MAXB + 3;
+  const size_t pool = (size_t)pool_blocks * BS * KVH * D;
+  float *q = (float *)malloc(sizeof(float) * total_q * H * D);
+  float *k = (float *)malloc(sizeof(float) * pool), *v = (float *)malloc(sizeof(float) * pool);
+  float *o1 = (float *)malloc(sizeof(float) * total_q * H * D);
+  float *o2 = (float *)malloc(sizeof(float) * total_q * H * D);
+  float *l1 = (float *)malloc(sizeof(float) * total_q * H);
+  float *l2 = (float *)malloc(sizeof(float) * total_q * H);
+  int *table = (int *)malloc(sizeof(int) * B * MAXB);
+  uint32_t tree[9];
+  int status = 1;
+  if (q && k && v && o1 && o2 && l1 && l2 && table) {
+    attn_fill_attention_input(q, (size_t)total_q * H * D, o->seed, 1);
+    attn_fill_attention_input(k, pool, o->seed, 2);
+    attn_fill_attention_input(v, pool, o->seed, 3);
+    for (int j = 0; j < B * MAXB; ++j) table[j] = (j * 7 + 3) % pool_blocks; /* scattered */
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < ql[b]; ++i) tree[qs[b] + i] = tree_word(i);
+    const l10_step st = {.batch = B,
+                         .heads = H,
+                         .kv_heads = KVH,
+                         .dim = D,
+                         .max_q = 5,
+                         .max_seq_kv = 700,
+                         .max_blocks = MAXB,
+                         .block_size = BS,
+                         .mask = L10_MASK_TREE,
+                         .scale = 0.125f};
+    l10_reference(&st, q, qs, ql, tree, k, v, table, lens, NULL, o1, l1);
+    const int chunk = 256;
+    if (l10_cpu_model(&st, chunk, q, qs, ql, tree, k, v, table, lens, o2, l2) == 0) {
+      attn_verdict vo, vl;
+      attn_verdict_init(&vo, ATTN_F32);
+      attn_verdict_init_lse(&vl, ATTN_F32);
+      for (size_t i = 0; i < (size_t)total_q * H * D; ++i) attn_verdict_add(&vo, o2[i], o1[i]);
+      for (size_t i = 0; i < (size_t)total_q * H; ++i) attn_verdict_add(&vl, l2[i], l1[i]);
+      attn_verdict_finish(&vo);
+      attn_verdict_finish(&vl);
+      status = !(vo.pass && vl.pass);
+      printf(
+          "cpu model of version 1 (lengths 700, 5, 129; 3, 1, 5 draft tokens in a tree; GQA 4:1; "
+          "chunks of %d keys): %s\n  O:   ",
+          chunk, status ? "FAIL" : "PASS");
+      attn_verdict_print(&vo, stdout);
+      printf("\n  LSE: ");
+      attn_verdict_print(&vl, stdout);
+      printf("\n");
+    }
+  }
+  free(q), free(k), free(v), free(o1), free(o2), free(l1), free(l2), free(table);
+  return status;
+}
+
+/* What version 1 bought over lesson 07's kernel on the same step. */
+static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
+  (void)o;
+  if (!dev || n < L10_VERSIONS) return 0;
+  const attn_result *a = &r[ROW_DRAFT - 1], *y = &r[ROW_L07 - 1];
+  if (a->timed && y->timed && a->timing.median_ms > 0.0)
+    printf("\ndraft-tiles vs lesson 07's version 5 on the same step: %.2fx\n",
+           y->timing.median_ms / a->timing.median_ms);
+  return 0;
+}
+
+static const int kDims[2] = {64, 128};
+
+const attn_lesson l10_lesson = {
+    .number = 10,
+    .title = "Decode as a server runs it: draft tokens over a paged cache",
+    .versions = kVersions,
+    .n_versions = L10_VERSIONS,
+    .defaults = {.batch = 1,
+                 .heads = 32,
+                 .kv_heads = 8,
+                 .seq_q = 8,
+                 .seq_kv = 32768,
+                 .dim = 128,
+                 .causal = 0,
+                 .block_size = 16,
+                 .scale = 0.0f,
+                 .kv_lens = NULL},
+    .dims = kDims,
+    .n_dims = 2,
+    .cpu_part = cpu_part,
+    .report = report,
+};

@@ -1,0 +1,590 @@
+/* Lesson 10, CPU: what each mask lets a draft token see, the merge of partial states, the host
+ * check of a step's limits, the units of a KV head's group, the double-precision reference
+ * against a dense brute force and a hand-worked case, and the CPU model of version 1 against the
+ * reference on awkward shapes, over a pool whose every unowned slot holds NaN. No GPU needed. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_rng.h"
+#include "attn_test.h"
+#include "serving_decode.h"
+
+/* ---- l10_sees ---------------------------------------------------------------------------- */
+
+START_TEST(sees_none_every_key_of_the_sequence) {
+  for (int i = 0; i < 4; ++i) {
+    for (int key = 0; key < 9; ++key) ck_assert(l10_sees(L10_MASK_NONE, 0u, i, 4, 9, key));
+    ck_assert(!l10_sees(L10_MASK_NONE, 0u, i, 4, 9, -1));
+    ck_assert(!l10_sees(L10_MASK_NONE, 0u, i, 4, 9, 9));
+    ck_assert(!l10_sees(L10_MASK_NONE, 0u, i, 4, 9, INT_MAX));
+  }
+  ck_assert(l10_sees(L10_MASK_NONE, 0u, 0, 1, 1, 0)); /* one key, one token */
+}
+END_TEST
+
+START_TEST(sees_causal_bottom_right) {
+  /* 9 keys, 4 draft tokens at positions 5..8 */
+  ck_assert(l10_sees(L10_MASK_CAUSAL, 0u, 0, 4, 9, 0));  /* the first key */
+  ck_assert(l10_sees(L10_MASK_CAUSAL, 0u, 0, 4, 9, 4));  /* the last key before the drafts */
+  ck_assert(l10_sees(L10_MASK_CAUSAL, 0u, 0, 4, 9, 5));  /* the first token sees itself */
+  ck_assert(!l10_sees(L10_MASK_CAUSAL, 0u, 0, 4, 9, 6)); /* ... and not the next */
+  ck_assert(l10_sees(L10_MASK_CAUSAL, 0u, 3, 4, 9, 8));  /* the last token sees everything */
+  ck_assert(!l10_sees(L10_MASK_CAUSAL, 0u, 3, 4, 9, 9));
+  ck_assert(!l10_sees(L10_MASK_CAUSAL, 0u, 2, 4, 9, -1));
+  ck_assert(!l10_sees(L10_MASK_CAUSAL, 0xFFFFu, 1, 4, 9, 7)); /* the word is not read */
+  /* q = 1: plain decode, every key */
+  for (int key = 0; key < 7; ++key) ck_assert(l10_sees(L10_MASK_CAUSAL, 0u, 0, 1, 7, key));
+  /* q = 16 over 16 keys: token i sees exactly keys 0..i */
+  for (int i = 0; i < 16; ++i)
+    for (int key = 0; key < 16; ++key)
+      ck_assert_int_eq(l10_sees(L10_MASK_CAUSAL, 0u, i, 16, 16, key), key <= i);
+}
+END_TEST
+
+START_TEST(sees_tree_prefix_and_word) {
+  /* 3 draft tokens over 3 keys (no prefix): token 2 with word 0b101 sees keys 0 and 2 only */
+  ck_assert(l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 3, 0));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 3, 1));
+  ck_assert(l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 3, 2));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 3, 3));
+  /* with 7 keys before the drafts, the same token also sees all of them */
+  for (int key = 0; key < 7; ++key) ck_assert(l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 10, key));
+  ck_assert(l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 10, 7));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 10, 8));
+  ck_assert(l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 10, 9));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x5u, 2, 3, 10, 10));
+  /* a word with no bit and no prefix: nothing */
+  for (int key = -1; key < 5; ++key) ck_assert(!l10_sees(L10_MASK_TREE, 0u, 0, 4, 4, key));
+  /* q = 1: the prefix, and the token itself only when its bit is set */
+  ck_assert(l10_sees(L10_MASK_TREE, 0x1u, 0, 1, 5, 4));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x0u, 0, 1, 5, 4));
+  ck_assert(l10_sees(L10_MASK_TREE, 0x0u, 0, 1, 5, 3));
+  /* q = 16: bit 15 is the last draft token's key, and no bit reaches past the sequence */
+  ck_assert(l10_sees(L10_MASK_TREE, 0x8000u, 15, 16, 20, 19));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0x7FFFu, 15, 16, 20, 19));
+  ck_assert(l10_sees(L10_MASK_TREE, 0x0001u, 15, 16, 20, 4));
+  ck_assert(!l10_sees(L10_MASK_TREE, 0xFFFFFFFFu, 15, 16, 20, 20));
+}
+END_TEST
+
+/* ---- l10_merge_state --------------------------------------------------------------------- */
+
+/* Softmax state over n scores and dim-2 values, in double then rounded. */
+static void state_of(const double *s, const double (*v)[2], int n, float *lse, float *o) {
+  double m = -INFINITY, l = 0.0, a0 = 0.0, a1 = 0.0;
+  for (int j = 0; j < n; ++j) m = s[j] > m ? s[j] : m;
+  for (int j = 0; j < n; ++j) {
+    const double p = exp(s[j] - m);
+    l += p, a0 += p * v[j][0], a1 += p * v[j][1];
+  }
+  *lse = (float)(m + log(l));
+  o[0] = (float)(a0 / l), o[1] = (float)(a1 / l);
+}
+
+START_TEST(merge_two_halves_equal_the_whole) {
+  const double s[5] = {1.0, -0.5, 3.0, 2.25, 0.0};
+  const double v[5][2] = {{1, 2}, {-3, 0.5}, {4, -1}, {0.25, 0.75}, {2, 2}};
+  float lse, o[2];
+  state_of(s, v, 5, &lse, o);
+  for (int cut = 1; cut < 5; ++cut) {
+    float la, oa[2], lb, ob[2];
+    state_of(s, v, cut, &la, oa);
+    state_of(s + cut, v + cut, 5 - cut, &lb, ob);
+    l10_merge_state(&la, oa, lb, ob, 2);
+    ck_assert_msg(fabsf(la - lse) <= 1e-6f * fabsf(lse), "cut %d: lse %g, want %g", cut, la, lse);
+    for (int d = 0; d < 2; ++d)
+      ck_assert_msg(fabsf(oa[d] - o[d]) <= 2e-6f * (1.0f + fabsf(o[d])),
+                    "cut %d: o[%d] %g, want %g", cut, d, oa[d], o[d]);
+  }
+}
+END_TEST
+
+START_TEST(merge_order_does_not_matter) {
+  const float la = 0.75f, lb = -1.25f, oa[3] = {1, 2, 3}, ob[3] = {-2, 0.5f, 8};
+  float x = la, xo[3] = {1, 2, 3}, y = lb, yo[3] = {-2, 0.5f, 8};
+  l10_merge_state(&x, xo, lb, ob, 3);
+  l10_merge_state(&y, yo, la, oa, 3);
+  ck_assert_float_eq_tol(x, y, 1e-6f);
+  for (int d = 0; d < 3; ++d) ck_assert_float_eq_tol(xo[d], yo[d], 1e-6f);
+  /* three states, folded in two orders */
+  const float lc = 2.0f, oc[3] = {0, 0, 1};
+  float p = la, po[3] = {1, 2, 3}, q = lc, qo[3] = {0, 0, 1};
+  l10_merge_state(&p, po, lb, ob, 3);
+  l10_merge_state(&p, po, lc, oc, 3);
+  l10_merge_state(&q, qo, lb, ob, 3);
+  l10_merge_state(&q, qo, la, oa, 3);
+  ck_assert_float_eq_tol(p, q, 1e-6f);
+  for (int d = 0; d < 3; ++d) ck_assert_float_eq_tol(po[d], qo[d], 1e-6f);
+}
+END_TEST
+
+START_TEST(merge_empty_states) {
+  float lse = 0.5f, o[2] = {1.5f, -2.0f};
+  const float nan_o[2] = {NAN, NAN}, full[2] = {1.5f, -2.0f};
+  l10_merge_state(&lse, o, -INFINITY, nan_o, 2); /* an empty state's o is never read */
+  ck_assert(lse == 0.5f && o[0] == 1.5f && o[1] == -2.0f);
+  float e = -INFINITY, eo[2] = {0.0f, 0.0f};
+  l10_merge_state(&e, eo, 0.5f, full, 2);
+  ck_assert(e == 0.5f && eo[0] == 1.5f && eo[1] == -2.0f);
+  float z = -INFINITY, zo[2] = {0.0f, 0.0f};
+  l10_merge_state(&z, zo, -INFINITY, nan_o, 2);
+  ck_assert(z == -INFINITY && zo[0] == 0.0f && zo[1] == 0.0f);
+}
+END_TEST
+
+START_TEST(merge_large_lse_differences) {
+  float lse = 500.0f, o[1] = {3.0f};
+  const float ob[1] = {-7.0f};
+  l10_merge_state(&lse, o, -500.0f, ob, 1);
+  ck_assert(isfinite(lse) && isfinite(o[0]));
+  ck_assert_float_eq_tol(lse, 500.0f, 1e-4f);
+  ck_assert_float_eq_tol(o[0], 3.0f, 1e-6f);
+  float l2 = 88.0f, o2[1] = {1.0f};
+  const float o2b[1] = {2.0f};
+  l10_merge_state(&l2, o2, 89.0f, o2b, 1);  /* exp(89) overflows a float; the merge must not */
+  const double w = 1.0 / (1.0 + exp(-1.0)); /* the weight of the larger */
+  ck_assert(isfinite(l2) && isfinite(o2[0]));
+  ck_assert_float_eq_tol(l2, 89.0 + log(1.0 + exp(-1.0)), 1e-5f);
+  ck_assert_float_eq_tol(o2[0], w * 2.0 + (1.0 - w) * 1.0, 1e-6f);
+}
+END_TEST
+
+/* ---- l10_step_check, l10_units_per_kv_head ---------------------------------------------- */
+
+static const int kDummy[4] = {0, 0, 0, 0};
+static const uint32_t kWords[4] = {1, 3, 5, 9};
+
+static l10_step good_step(void) {
+  l10_step s;
+  memset(&s, 0, sizeof s);
+  s.q = kDummy, s.q_start = kDummy, s.q_lens = kDummy, s.tree = kWords;
+  s.k_cache = kDummy, s.v_cache = kDummy, s.block_table = kDummy, s.seq_lens = kDummy;
+  s.batch = 4, s.heads = 32, s.kv_heads = 8, s.dim = 128, s.max_q = 8, s.max_seq_kv = 1000;
+  s.max_blocks = 63, s.block_size = 16, s.mask = L10_MASK_TREE, s.scale = 0.088f;
+  return s;
+}
+
+/* Refused, with a reason that names @p field. */
+static void refused(const l10_step *s, const char *field, int line) {
+  char err[256];
+  memset(err, 'x', sizeof err);
+  ck_assert_msg(l10_step_check(s, err, sizeof err) == -1, "line %d: %s accepted", line, field);
+  ck_assert_msg(strlen(err) > 0 && strlen(err) < sizeof err && !strchr(err, '\n'),
+                "line %d: not one line", line);
+  ck_assert_msg(strstr(err, field) != NULL, "line %d: \"%s\" does not name %s", line, err, field);
+}
+#define REFUSED(field, change)     \
+  do {                             \
+    l10_step s_ = good_step();     \
+    change;                        \
+    refused(&s_, field, __LINE__); \
+  } while (0)
+
+START_TEST(step_check_refuses_each_bad_field) {
+  char err[128] = "stale";
+  l10_step s = good_step();
+  ck_assert_int_eq(l10_step_check(&s, err, sizeof err), 0);
+  ck_assert_str_eq(err, "");
+  s.mask = L10_MASK_CAUSAL, s.tree = NULL; /* no word needed */
+  ck_assert_int_eq(l10_step_check(&s, err, sizeof err), 0);
+  s.max_q = L10_MAX_DRAFT, s.max_seq_kv = L10_MAX_DRAFT, s.dim = 64, s.heads = s.kv_heads = 1;
+  s.max_blocks = 1, s.block_size = 16;
+  ck_assert_int_eq(l10_step_check(&s, err, sizeof err), 0);
+
+  REFUSED("batch", s_.batch = 0);
+  REFUSED("heads", s_.heads = 0);
+  REFUSED("kv_heads", s_.kv_heads = 0);
+  REFUSED("kv_heads", s_.kv_heads = 5); /* 32 % 5 */
+  REFUSED("dim", s_.dim = 96);
+  REFUSED("max_q", s_.max_q = 0);
+  REFUSED("max_q", s_.max_q = L10_MAX_DRAFT + 1);
+  REFUSED("max_seq_kv", s_.max_seq_kv = 7);
+  REFUSED("block_size", s_.block_size = 0);
+  REFUSED("block_size", s_.block_size = 24);
+  REFUSED("max_blocks", s_.max_blocks = 62); /* 992 < 1000 */
+  REFUSED("mask", s_.mask = (l10_mask)3);
+  REFUSED("tree", s_.tree = NULL);
+  REFUSED("q", s_.q = NULL);
+  REFUSED("q_start", s_.q_start = NULL);
+  REFUSED("q_lens", s_.q_lens = NULL);
+  REFUSED("k_cache", s_.k_cache = NULL);
+  REFUSED("v_cache", s_.v_cache = NULL);
+  REFUSED("block_table", s_.block_table = NULL);
+  REFUSED("seq_lens", s_.seq_lens = NULL);
+  REFUSED("scale", s_.scale = 0.0f);
+  REFUSED("scale", s_.scale = -1.0f);
+  REFUSED("scale", s_.scale = NAN);
+  REFUSED("scale", s_.scale = INFINITY);
+  REFUSED("max_blocks", (s_.batch = 1 << 20, s_.max_blocks = 1 << 12));
+  REFUSED("rows", (s_.batch = 1 << 24, s_.max_blocks = 1, s_.block_size = 1 << 10));
+  /* no room for a reason, or none given: still refused, no crash */
+  s = good_step();
+  s.batch = 0;
+  ck_assert_int_eq(l10_step_check(&s, NULL, 0), -1);
+  ck_assert_int_eq(l10_step_check(&s, err, 1), -1);
+  ck_assert_str_eq(err, "");
+  ck_assert_int_eq(l10_step_check(NULL, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(units_per_kv_head) {
+  ck_assert_int_eq(l10_units_per_kv_head(32, 8, 16), 1);  /* 4 heads x 16 tokens: one unit */
+  ck_assert_int_eq(l10_units_per_kv_head(8, 1, 16), 2);   /* 8 x 16 = 128 rows */
+  ck_assert_int_eq(l10_units_per_kv_head(32, 1, 3), 2);   /* MQA: 96 rows */
+  ck_assert_int_eq(l10_units_per_kv_head(32, 32, 1), 1);  /* one row */
+  ck_assert_int_eq(l10_units_per_kv_head(64, 1, 16), 16); /* 1024 rows */
+  ck_assert_int_eq(l10_units_per_kv_head(8, 2, 16), 1);   /* exactly 64 */
+  ck_assert_int_eq(l10_units_per_kv_head(13, 1, 5), 2);   /* 65: one row over */
+}
+END_TEST
+
+/* ---- a step on the CPU: a shuffled pool with NaN in every slot no token owns ------------- */
+
+typedef struct spec {
+  int batch, heads, kv_heads, dim, block_size;
+  l10_mask mask;
+  const int *q_lens, *seq_lens;
+  int gap; /* unused rows of q, o and lse after each sequence's */
+  uint64_t seed;
+} spec;
+
+typedef struct problem {
+  l10_step s;
+  float *q, *k_pool, *v_pool;
+  float *k_dense, *v_dense; /* [batch, max_seq_kv, kv_heads, dim]: the same values, unpaged */
+  int *q_start, *q_lens, *seq_lens, *table;
+  uint32_t *tree;
+  int total_q, num_blocks;
+} problem;
+
+static const float kUnwritten = 12345.0f; /* o and lse before a call: rows not written keep it */
+
+static void problem_free(problem *p) {
+  free(p->q), free(p->k_pool), free(p->v_pool), free(p->k_dense), free(p->v_dense);
+  free(p->q_start), free(p->q_lens), free(p->seq_lens), free(p->table), free(p->tree);
+}
+
+static float input(attn_rng *r) {
+  return 2.0f * attn_rng_uniform(r) - 1.0f + 0.25f;
+}
+
+static void build(const spec *c, problem *p) {
+  memset(p, 0, sizeof *p);
+  attn_rng r;
+  attn_rng_seed(&r, c->seed, 10);
+  int max_q = 1, max_kv = 1, used_blocks = 0;
+  const int B = c->batch, bs = c->block_size, D = c->dim, KH = c->kv_heads, H = c->heads;
+  for (int b = 0; b < B; ++b) {
+    max_q = c->q_lens[b] > max_q ? c->q_lens[b] : max_q;
+    max_kv = c->seq_lens[b] > max_kv ? c->seq_lens[b] : max_kv;
+    ck_assert_int_ge(c->seq_lens[b], c->q_lens[b]);
+    used_blocks += (c->seq_lens[b] + bs - 1) / bs;
+  }
+  const int max_blocks = (max_kv + bs - 1) / bs + 1; /* one column more than needed */
+  p->num_blocks = used_blocks + 3;                   /* and three blocks nobody holds */
+  p->q_start = malloc(sizeof(int) * B);
+  p->q_lens = malloc(sizeof(int) * B);
+  p->seq_lens = malloc(sizeof(int) * B);
+  p->table = malloc(sizeof(int) * B * max_blocks);
+  for (int b = 0; b < B; ++b) {
+    p->q_start[b] = p->total_q;
+    p->total_q += c->q_lens[b] + c->gap;
+    p->q_lens[b] = c->q_lens[b], p->seq_lens[b] = c->seq_lens[b];
+  }
+  const size_t slot = (size_t)KH * D, pool = (size_t)p->num_blocks * bs * slot;
+  const size_t dense = (size_t)B * max_kv * slot;
+  p->q = malloc(sizeof(float) * (size_t)p->total_q * H * D);
+  p->k_pool = malloc(sizeof(float) * pool), p->v_pool = malloc(sizeof(float) * pool);
+  p->k_dense = malloc(sizeof(float) * dense), p->v_dense = malloc(sizeof(float) * dense);
+  p->tree = calloc((size_t)p->total_q, sizeof(uint32_t));
+  ck_assert(p->q && p->k_pool && p->v_pool && p->k_dense && p->v_dense && p->tree && p->table);
+  for (size_t x = 0; x < pool; ++x) p->k_pool[x] = p->v_pool[x] = NAN;
+  for (size_t x = 0; x < dense; ++x) p->k_dense[x] = p->v_dense[x] = NAN;
+  for (size_t x = 0; x < (size_t)p->total_q * H * D; ++x) p->q[x] = NAN; /* gap rows stay NaN */
+
+  /* The blocks in a shuffled order; the sequences take them in turn; unused columns name a
+   * block nobody holds (all NaN). */
+  int *perm = malloc(sizeof(int) * p->num_blocks);
+  ck_assert_ptr_nonnull(perm);
+  for (int x = 0; x < p->num_blocks; ++x) perm[x] = x;
+  for (int x = p->num_blocks - 1; x > 0; --x) {
+    const int y = (int)attn_rng_below(&r, (uint32_t)x + 1), t = perm[x];
+    perm[x] = perm[y], perm[y] = t;
+  }
+  int next = 0;
+  for (int b = 0; b < B; ++b)
+    for (int j = 0; j < max_blocks; ++j)
+      p->table[b * max_blocks + j] =
+          j < (c->seq_lens[b] + bs - 1) / bs ? perm[next++] : perm[p->num_blocks - 1];
+  free(perm);
+
+  /* Keys and values of every token a sequence owns, written to both the dense copy and the
+   * pool (the address written out, not l07_kv_offset()). */
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < c->seq_lens[b]; ++t)
+      for (size_t e = 0; e < slot; ++e) {
+        const size_t dn = ((size_t)b * max_kv + t) * slot + e;
+        const size_t pl = ((size_t)p->table[b * max_blocks + t / bs] * bs + t % bs) * slot + e;
+        p->k_dense[dn] = p->k_pool[pl] = input(&r);
+        p->v_dense[dn] = p->v_pool[pl] = input(&r);
+      }
+  /* Queries; tree words: each token's parent is an earlier token or the root (-1), and its word
+   * is its parent's plus itself. */
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < c->q_lens[b]; ++i) {
+      const size_t row = (size_t)p->q_start[b] + i;
+      for (size_t e = 0; e < (size_t)H * D; ++e) p->q[row * H * D + e] = input(&r);
+      const int parent = (int)attn_rng_below(&r, (uint32_t)i + 1) - 1;
+      p->tree[row] = (parent >= 0 ? p->tree[p->q_start[b] + parent] : 0u) | (1u << i);
+    }
+
+  l10_step *s = &p->s;
+  s->q = p->q, s->q_start = p->q_start, s->q_lens = p->q_lens;
+  s->tree = c->mask == L10_MASK_TREE ? p->tree : NULL;
+  s->k_cache = p->k_pool, s->v_cache = p->v_pool, s->block_table = p->table;
+  s->seq_lens = p->seq_lens;
+  s->batch = B, s->heads = H, s->kv_heads = KH, s->dim = D, s->max_q = max_q;
+  s->max_seq_kv = max_kv, s->max_blocks = max_blocks, s->block_size = bs, s->mask = c->mask;
+  s->scale = 1.0f / sqrtf((float)D);
+}
+
+/* o and lse of every row of q, poisoned with kUnwritten. */
+static void outputs(const problem *p, float **o, float **lse) {
+  const size_t rows = (size_t)p->total_q * p->s.heads;
+  *o = malloc(sizeof(float) * rows * p->s.dim);
+  *lse = malloc(sizeof(float) * rows);
+  ck_assert(*o && *lse);
+  for (size_t x = 0; x < rows * p->s.dim; ++x) (*o)[x] = kUnwritten;
+  for (size_t x = 0; x < rows; ++x) (*lse)[x] = kUnwritten;
+}
+
+static int run_reference(const problem *p, const unsigned char *row_mask, float *o, float *lse) {
+  return l10_reference(&p->s, p->q, p->q_start, p->q_lens, p->s.tree, p->k_pool, p->v_pool,
+                       p->table, p->seq_lens, row_mask, o, lse);
+}
+
+/* Whether row @p row of q belongs to a draft token. */
+static int owned(const problem *p, int row) {
+  for (int b = 0; b < p->s.batch; ++b)
+    if (row >= p->q_start[b] && row < p->q_start[b] + p->q_lens[b]) return 1;
+  return 0;
+}
+
+/* @p o, @p lse against @p ro, @p rlse: within @p tol relative on every owned row (lse: -inf
+ * exactly where the reference has it), and rows nobody owns left as they were. */
+static void compare(const problem *p, const float *ro, const float *rlse, const float *o,
+                    const float *lse, double tol, const char *what) {
+  const int H = p->s.heads, D = p->s.dim;
+  for (int row = 0; row < p->total_q; ++row)
+    for (int h = 0; h < H; ++h) {
+      const size_t x = (size_t)row * H + h;
+      if (!owned(p, row)) {
+        ck_assert_msg(lse[x] == kUnwritten, "%s: row %d head %d: unowned, written", what, row, h);
+        for (int d = 0; d < D; ++d) ck_assert(o[x * D + d] == kUnwritten);
+        continue;
+      }
+      if (rlse[x] == -INFINITY) {
+        ck_assert_msg(lse[x] == -INFINITY, "%s: row %d head %d: lse %g, want -inf", what, row, h,
+                      lse[x]);
+        for (int d = 0; d < D; ++d)
+          ck_assert_msg(o[x * D + d] == 0.0f, "%s: row %d head %d: o %g for a row that sees no key",
+                        what, row, h, o[x * D + d]);
+        continue;
+      }
+      const double el = fabs((double)lse[x] - rlse[x]) / (1.0 + fabs(rlse[x]));
+      ck_assert_msg(el <= tol, "%s: row %d head %d: lse %.9g, want %.9g", what, row, h, lse[x],
+                    rlse[x]);
+      for (int d = 0; d < D; ++d) {
+        const double e = fabs((double)o[x * D + d] - ro[x * D + d]) / (1.0 + fabs(ro[x * D + d]));
+        ck_assert_msg(e <= tol, "%s: row %d head %d d %d: o %.9g, want %.9g", what, row, h, d,
+                      o[x * D + d], ro[x * D + d]);
+      }
+    }
+}
+
+/* ---- the reference -------------------------------------------------------------------------- */
+
+/* Hand-worked: q = 0 makes every score 0, so lse = ln(keys seen) and o = the mean of their V. 4
+ * keys over two pages in swapped order, V of key j = j + 1; 2 causal draft tokens (keys 2, 3). */
+START_TEST(reference_hand_worked) {
+  enum { D = 64 };
+  static float q[2 * D], k[2 * 2 * D], v[2 * 2 * D], o[2 * D], lse[2];
+  const int q_start[1] = {0}, q_lens[1] = {2}, seq_lens[1] = {4}, table[2] = {1, 0};
+  for (int x = 0; x < 2 * D; ++x) q[x] = 0.0f;
+  for (int j = 0; j < 4; ++j) /* token j: block table[j / 2], slot j % 2 */
+    for (int d = 0; d < D; ++d) {
+      const int at = (table[j / 2] * 2 + j % 2) * D + d;
+      k[at] = 0.5f * (float)(j - d % 3);
+      v[at] = (float)(j + 1);
+    }
+  l10_step s;
+  memset(&s, 0, sizeof s);
+  s.batch = 1, s.heads = 1, s.kv_heads = 1, s.dim = D, s.max_q = 2, s.max_seq_kv = 4;
+  s.max_blocks = 2, s.block_size = 2, s.mask = L10_MASK_CAUSAL, s.scale = 0.125f;
+  ck_assert_int_eq(l10_reference(&s, q, q_start, q_lens, NULL, k, v, table, seq_lens, NULL, o, lse),
+                   0);
+  ck_assert_float_eq_tol(lse[0], logf(3.0f), 1e-6f); /* token 0 sees keys 0, 1, 2 */
+  ck_assert_float_eq_tol(lse[1], logf(4.0f), 1e-6f); /* token 1 sees all four */
+  for (int d = 0; d < D; ++d) {
+    ck_assert_float_eq_tol(o[d], 2.0f, 1e-6f);
+    ck_assert_float_eq_tol(o[D + d], 2.5f, 1e-6f);
+  }
+  /* tree: token 1 with the word 0b10 sees keys 0, 1 (the prefix) and 3 (itself): mean 7/3 */
+  const uint32_t words[2] = {0x1u, 0x2u};
+  s.mask = L10_MASK_TREE;
+  ck_assert_int_eq(
+      l10_reference(&s, q, q_start, q_lens, words, k, v, table, seq_lens, NULL, o, lse), 0);
+  ck_assert_float_eq_tol(lse[1], logf(3.0f), 1e-6f);
+  ck_assert_float_eq_tol(o[D], 7.0f / 3.0f, 1e-6f);
+}
+END_TEST
+
+/* The softmax written out over the dense copy, each mask's rule spelled out here. */
+static void brute_force(const problem *p, float *o, float *lse) {
+  const l10_step *s = &p->s;
+  const int H = s->heads, D = s->dim, KH = s->kv_heads, G = H / KH;
+  double *sc = malloc(sizeof(double) * s->max_seq_kv);
+  ck_assert_ptr_nonnull(sc);
+  for (int b = 0; b < s->batch; ++b) {
+    const int n = p->seq_lens[b], qn = p->q_lens[b];
+    for (int i = 0; i < qn; ++i)
+      for (int h = 0; h < H; ++h) {
+        const size_t row = (size_t)p->q_start[b] + i, x = row * H + h;
+        const float *qr = p->q + x * D;
+        double m = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+          int seen = 1;
+          if (s->mask == L10_MASK_CAUSAL) seen = j <= n - qn + i;
+          if (s->mask == L10_MASK_TREE)
+            seen = j < n - qn || ((p->tree[row] >> (j - (n - qn))) & 1u);
+          sc[j] = -INFINITY;
+          if (!seen) continue;
+          const float *kj = p->k_dense + (((size_t)b * s->max_seq_kv + j) * KH + h / G) * D;
+          double dot = 0.0;
+          for (int d = 0; d < D; ++d) dot += (double)qr[d] * kj[d];
+          sc[j] = dot * s->scale;
+          m = sc[j] > m ? sc[j] : m;
+        }
+        for (int d = 0; d < D; ++d) {
+          double num = 0.0, den = 0.0;
+          for (int j = 0; j < n; ++j) {
+            if (sc[j] == -INFINITY) continue;
+            const float *vj = p->v_dense + (((size_t)b * s->max_seq_kv + j) * KH + h / G) * D;
+            num += exp(sc[j] - m) * vj[d], den += exp(sc[j] - m);
+          }
+          o[x * D + d] = den > 0.0 ? (float)(num / den) : 0.0f;
+          if (d == 0) lse[x] = den > 0.0 ? (float)(m + log(den)) : -INFINITY;
+        }
+      }
+  }
+  free(sc);
+}
+
+static const int kRefQ[3] = {2, 3, 1}, kRefKv[3] = {5, 3, 9};
+
+/* The reference through a shuffled pool with NaN around it equals the dense brute force, for
+ * each mask; a row mask computes only the rows it names. */
+START_TEST(reference_matches_dense_brute_force) {
+  for (int mask = 0; mask < 3; ++mask) {
+    const spec c = {3, 4, 2, 8, 2, (l10_mask)mask, kRefQ, kRefKv, 1, 40 + (uint64_t)mask};
+    problem p;
+    build(&c, &p);
+    float *ro, *rl, *bo, *bl;
+    outputs(&p, &ro, &rl);
+    outputs(&p, &bo, &bl);
+    ck_assert_int_eq(run_reference(&p, NULL, ro, rl), 0);
+    brute_force(&p, bo, bl);
+    compare(&p, bo, bl, ro, rl, 1e-6, "reference vs brute force");
+    /* only rows 0 and 5 (sequence 0's first token, sequence 1's last) */
+    unsigned char *rm = calloc((size_t)p.total_q, 1);
+    float *mo, *ml;
+    outputs(&p, &mo, &ml);
+    rm[0] = rm[5] = 1;
+    ck_assert_int_eq(run_reference(&p, rm, mo, ml), 0);
+    for (int row = 0; row < p.total_q; ++row)
+      for (int h = 0; h < p.s.heads; ++h) {
+        const size_t x = (size_t)row * p.s.heads + h;
+        ck_assert(rm[row] ? ml[x] == rl[x] : ml[x] == kUnwritten);
+      }
+    free(rm), free(mo), free(ml);
+    free(ro), free(rl), free(bo), free(bl);
+    problem_free(&p);
+  }
+}
+END_TEST
+
+/* ---- the CPU model against the reference ------------------------------------------------- */
+
+static const int kOneQ[1] = {1}, kOneKv[1] = {1};
+static const int kVarQ[4] = {4, 1, 16, 3}, kVarKv[4] = {37, 100, 17, 69};
+static const int kMqaQ[2] = {3, 2}, kMqaKv[2] = {200, 50};
+static const int kNoneQ[2] = {16, 5}, kNoneKv[2] = {16, 300};
+static const int kTreeQ[3] = {16, 16, 7}, kTreeKv[3] = {16, 130, 40};
+static const int kBs1Q[2] = {2, 8}, kBs1Kv[2] = {33, 8};
+
+START_TEST(cpu_model_matches_the_reference) {
+  const spec cases[] = {
+      {1, 4, 4, 64, 16, L10_MASK_CAUSAL, kOneQ, kOneKv, 0, 1},   /* one key, one token */
+      {1, 8, 1, 64, 16, L10_MASK_TREE, kOneQ, kOneKv, 0, 2},     /* ... GQA 8:1, tree */
+      {4, 16, 2, 128, 16, L10_MASK_CAUSAL, kVarQ, kVarKv, 1, 3}, /* GQA 8:1, ragged, q up to 16 */
+      {4, 8, 1, 64, 8, L10_MASK_TREE, kVarQ, kVarKv, 2, 4},      /* 8:1 x 16 tokens: 2 units */
+      {2, 32, 1, 64, 16, L10_MASK_TREE, kMqaQ, kMqaKv, 0, 5},    /* MQA: 96 rows, 2 units */
+      {2, 32, 1, 128, 32, L10_MASK_CAUSAL, kMqaQ, kMqaKv, 1, 6}, /* MQA causal */
+      {2, 4, 4, 64, 8, L10_MASK_NONE, kNoneQ, kNoneKv, 0, 7},    /* no mask, G = 1 */
+      {3, 8, 2, 64, 16, L10_MASK_TREE, kTreeQ, kTreeKv, 1, 8},   /* 16-token trees, 64 rows */
+      {3, 8, 2, 128, 4, L10_MASK_NONE, kTreeQ, kTreeKv, 0, 9},   /* small pages */
+      {2, 6, 3, 64, 1, L10_MASK_CAUSAL, kBs1Q, kBs1Kv, 1, 10},   /* block size 1 */
+  };
+  const int chunks[4] = {64, 16, 128, 4096}; /* several chunks per sequence ... one */
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; ++t) {
+    problem p;
+    build(&cases[t], &p);
+    if (t == 7) {
+      /* sequence 0 is all draft tokens (n == q): a token whose word is 0 sees no key */
+      p.tree[p.q_start[0] + 5] = 0u;
+    }
+    float *ro, *rl;
+    outputs(&p, &ro, &rl);
+    ck_assert_int_eq(run_reference(&p, NULL, ro, rl), 0);
+    if (t == 7) {
+      const size_t x = (size_t)(p.q_start[0] + 5) * p.s.heads;
+      ck_assert(rl[x] == -INFINITY && ro[x * p.s.dim] == 0.0f);
+    }
+    for (int ci = 0; ci < 4; ++ci) {
+      float *mo, *ml;
+      outputs(&p, &mo, &ml);
+      ck_assert_int_eq(l10_cpu_model(&p.s, chunks[ci], p.q, p.q_start, p.q_lens, p.s.tree, p.k_pool,
+                                     p.v_pool, p.table, p.seq_lens, mo, ml),
+                       0);
+      char what[64];
+      snprintf(what, sizeof what, "case %zu chunk %d", t, chunks[ci]);
+      compare(&p, ro, rl, mo, ml, 1e-5, what);
+      free(mo), free(ml);
+    }
+    free(ro), free(rl);
+    problem_free(&p);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("lesson10_cpu");
+  TCase *tc = tcase_create("cpu");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, sees_none_every_key_of_the_sequence);
+  tcase_add_test(tc, sees_causal_bottom_right);
+  tcase_add_test(tc, sees_tree_prefix_and_word);
+  tcase_add_test(tc, merge_two_halves_equal_the_whole);
+  tcase_add_test(tc, merge_order_does_not_matter);
+  tcase_add_test(tc, merge_empty_states);
+  tcase_add_test(tc, merge_large_lse_differences);
+  tcase_add_test(tc, step_check_refuses_each_bad_field);
+  tcase_add_test(tc, units_per_kv_head);
+  tcase_add_test(tc, reference_hand_worked);
+  tcase_add_test(tc, reference_matches_dense_brute_force);
+  tcase_add_test(tc, cpu_model_matches_the_reference);
+  suite_add_tcase(s, tc);
+  return attn_test_run(s, 0);
+}

@@ -1,0 +1,309 @@
+/* Lesson 10, GPU: version 1 through its C API on steps the program never makes: a different count
+ * of draft tokens per sequence (1 to 16), packed Q, no mask, the causal mask and random token
+ * trees (a row that sees no key among them), lengths that are no page multiple, pages shuffled
+ * over a pool with NaN in every slot no token owns, GQA 8:1 and MQA (more rows than one block
+ * holds), block sizes 8 to 128, one key, sequences cut into many chunks, batches of several waves,
+ * and limits (max_q, max_seq_kv) above what any sequence uses. O and the log-sum-exp are poisoned
+ * before each launch and checked against the fp64 reference (l10_reference()) on every row; each
+ * case runs twice (the chunk counters must be left at zero), then again after the lengths, counts
+ * and tables change on the device under the same limits, as a captured graph would see them.
+ * Under compute-sanitizer (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape.
+ * Exits 77 (skipped) without a GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_bf16.h"
+#include "attn_rng.h"
+#include "attn_test.h"
+#include "serving_decode.h"
+
+static attn_device g_dev;
+
+/* A case: heads, kv_heads, dim, block size, mask, batch, limits (max_q 0: the largest count;
+ * max_seq_kv 0: the longest length), then the lengths and the draft counts. */
+typedef struct step_case {
+  int heads, kv_heads, dim, block_size, mask, batch, max_q, max_seq_kv;
+  int lens[8], qlens[8];
+} step_case;
+
+static const struct {
+  step_case full, small;
+} kCases[] = {
+    /* one key, one token, MQA */
+    {{4, 1, 64, 16, L10_MASK_NONE, 1, 0, 0, {1}, {1}},
+     {4, 1, 64, 16, L10_MASK_NONE, 1, 0, 0, {1}, {1}}},
+    /* lengths around a page, counts 1..16, causal, 32/8 heads */
+    {{32, 8, 128, 16, L10_MASK_CAUSAL, 4, 0, 0, {17, 33, 1000, 16}, {1, 3, 16, 16}},
+     {32, 8, 128, 16, L10_MASK_CAUSAL, 4, 0, 0, {17, 33, 300, 16}, {1, 3, 16, 16}}},
+    /* GQA 8:1 with 16 tokens (128 rows, two blocks a KV head), trees */
+    {{16, 2, 128, 16, L10_MASK_TREE, 3, 0, 0, {300, 5000, 16}, {16, 9, 16}},
+     {16, 2, 128, 16, L10_MASK_TREE, 3, 0, 0, {300, 600, 16}, {16, 9, 16}}},
+    /* MQA 32:1, 16 tokens: 512 rows, eight blocks; dim 64, no mask */
+    {{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {2000, 77}, {16, 5}},
+     {32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {400, 77}, {16, 5}}},
+    /* one long sequence cut into many chunks, 8 tokens causal */
+    {{32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {32768}, {8}},
+     {32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {1500}, {8}}},
+    /* block size 8, trees, dim 64, limits above every sequence */
+    {{8, 2, 64, 8, L10_MASK_TREE, 3, 12, 4096, {7, 300, 2049}, {2, 7, 11}},
+     {8, 2, 64, 8, L10_MASK_TREE, 3, 12, 1024, {7, 300, 513}, {2, 7, 11}}},
+    /* block size 128, causal, a sequence that is all draft tokens */
+    {{8, 4, 128, 128, L10_MASK_CAUSAL, 3, 0, 0, {4099, 16, 130}, {4, 16, 2}},
+     {8, 4, 128, 128, L10_MASK_CAUSAL, 3, 0, 0, {517, 16, 130}, {4, 16, 2}}},
+    /* block size 64, dim 64, GQA 4:1 with 16 tokens: exactly one full block of rows */
+    {{16, 4, 64, 64, L10_MASK_NONE, 2, 0, 0, {999, 1234}, {16, 1}},
+     {16, 4, 64, 64, L10_MASK_NONE, 2, 0, 0, {333, 234}, {16, 1}}},
+};
+#define N_CASES ((int)(sizeof kCases / sizeof kCases[0]))
+
+/* A token tree drawn from @p rng: token i's parent is one of 0..i-1 (token 0 the root); its word
+ * is its path. One token in four of the deeper ones, when @p blind, sees no draft token at all. */
+static void random_tree(uint32_t *words, int q, attn_rng *rng, int blind) {
+  for (int i = 0; i < q; ++i) {
+    const int parent = i ? (int)attn_rng_below(rng, (uint32_t)i) : -1;
+    words[i] = (1u << i) | (parent >= 0 ? words[parent] : 0u);
+    if (blind && i >= 2 && attn_rng_below(rng, 4) == 0) words[i] = 0u;
+  }
+}
+
+/* Everything one case holds on the host and the device. */
+typedef struct gpu_step {
+  l10_step st;
+  int total_q, num_blocks;
+  int *qs, *ql, *lens, *table;
+  uint32_t *tree;
+  float *q, *k, *v, *ref_o, *ref_lse;
+  void *d_q, *d_k, *d_v, *d_o, *d_ws;
+  int *d_qs, *d_ql, *d_lens, *d_table;
+  uint32_t *d_tree;
+  float *d_lse;
+  size_t ws_bytes;
+} gpu_step;
+
+/* Draws the step's counts, trees, values and a shuffled pool with NaN in every slot no token
+ * owns; lengths and counts from @p lens and @p qlens. */
+static void draw(gpu_step *g, const step_case *c, const int *lens, const int *qlens,
+                 uint64_t seed) {
+  const int B = c->batch, H = c->heads, KVH = c->kv_heads, D = c->dim, bs = c->block_size;
+  attn_rng rng;
+  attn_rng_seed(&rng, seed, 7);
+  g->total_q = 0;
+  for (int b = 0; b < B; ++b) {
+    g->qs[b] = g->total_q, g->ql[b] = qlens[b], g->lens[b] = lens[b];
+    g->total_q += qlens[b];
+  }
+  for (int b = 0; b < B; ++b)
+    if (g->tree) random_tree(g->tree + g->qs[b], qlens[b], &rng, lens[b] == qlens[b] || b == 0);
+  attn_fill_attention_input(g->q, (size_t)g->total_q * H * D, seed, 1);
+  const size_t slot = (size_t)KVH * D, pool = (size_t)g->num_blocks * bs * slot;
+  for (size_t e = 0; e < pool; ++e) g->k[e] = g->v[e] = NAN;
+  /* a shuffled list of blocks; sequence b's pages are the next ones in it */
+  int *perm = (int *)malloc(sizeof(int) * g->num_blocks);
+  ck_assert_ptr_nonnull(perm);
+  for (int i = 0; i < g->num_blocks; ++i) perm[i] = i;
+  for (int i = g->num_blocks - 1; i > 0; --i) {
+    const int j = (int)attn_rng_below(&rng, (uint32_t)i + 1u), t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+  int next = 0;
+  for (int b = 0; b < B; ++b)
+    for (int j = 0; j < g->st.max_blocks; ++j)
+      g->table[(size_t)b * g->st.max_blocks + j] = j * bs < lens[b] ? perm[next++] : -1;
+  free(perm);
+  float *row = (float *)malloc(sizeof(float) * slot);
+  ck_assert_ptr_nonnull(row);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < lens[b]; ++t) {
+      const size_t at =
+          ((size_t)g->table[(size_t)b * g->st.max_blocks + t / bs] * bs + t % bs) * slot;
+      attn_fill_attention_input(row, slot, seed + 1000u * (uint64_t)b + 11u, (uint64_t)t * 2u);
+      memcpy(g->k + at, row, sizeof(float) * slot);
+      attn_fill_attention_input(row, slot, seed + 1000u * (uint64_t)b + 11u, (uint64_t)t * 2u + 1u);
+      memcpy(g->v + at, row, sizeof(float) * slot);
+    }
+  free(row);
+  l10_reference(&g->st, g->q, g->qs, g->ql, g->tree, g->k, g->v, g->table, g->lens, NULL, g->ref_o,
+                g->ref_lse);
+}
+
+static void upload_bf16(void *d, const float *h, size_t n) {
+  uint16_t *b = (uint16_t *)malloc(n * 2 + 2);
+  ck_assert_ptr_nonnull(b);
+  attn_f32_to_bf16_array(h, b, n);
+  ck_assert_int_eq(cudaMemcpy(d, b, n * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  free(b);
+}
+
+/* Sends the drawn step to the device (the buffers were sized for the limits). */
+static void send(gpu_step *g, const step_case *c) {
+  const size_t pool = (size_t)g->num_blocks * c->block_size * c->kv_heads * c->dim;
+  upload_bf16(g->d_q, g->q, (size_t)g->total_q * c->heads * c->dim);
+  upload_bf16(g->d_k, g->k, pool);
+  upload_bf16(g->d_v, g->v, pool);
+  const size_t B = (size_t)c->batch;
+  ck_assert_int_eq(cudaMemcpy(g->d_qs, g->qs, B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(g->d_ql, g->ql, B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(g->d_lens, g->lens, B * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ck_assert_int_eq(
+      cudaMemcpy(g->d_table, g->table, B * g->st.max_blocks * 4, cudaMemcpyHostToDevice),
+      cudaSuccess);
+  if (g->tree)
+    ck_assert_int_eq(cudaMemcpy(g->d_tree, g->tree, (size_t)g->total_q * 4, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+}
+
+/* Poisons O and the log-sum-exp, runs the step, and checks every row against the reference. */
+static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
+  const size_t rows = (size_t)g->total_q * c->heads, on = rows * c->dim;
+  ck_assert_int_eq(cudaMemset(g->d_o, 0xFF, on * 2), cudaSuccess);
+  ck_assert_int_eq(cudaMemset(g->d_lse, 0xFF, rows * 4), cudaSuccess);
+  ck_assert_int_eq(l10_draft(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0), cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  uint16_t *o = (uint16_t *)malloc(on * 2 + 2);
+  float *lse = (float *)malloc(rows * 4 + 4);
+  ck_assert(o && lse);
+  ck_assert_int_eq(cudaMemcpy(o, g->d_o, on * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ck_assert_int_eq(cudaMemcpy(lse, g->d_lse, rows * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  attn_verdict vo, vl;
+  attn_verdict_init(&vo, ATTN_BF16);
+  attn_verdict_init_lse(&vl, ATTN_BF16);
+  attn_verdict_scan(&vo, ATTN_BF16, o, on, 0);
+  attn_verdict_scan(&vl, ATTN_F32, lse, rows, 1);
+  for (size_t i = 0; i < on; ++i) attn_verdict_add(&vo, attn_bf16_to_f32(o[i]), g->ref_o[i]);
+  for (size_t i = 0; i < rows; ++i) attn_verdict_add(&vl, lse[i], g->ref_lse[i]);
+  attn_verdict_finish(&vo);
+  attn_verdict_finish(&vl);
+  printf("  %s: O max_abs %.2e rel_l2 %.2e, lse max_abs %.2e (%zu rows)\n", what, vo.max_abs,
+         vo.rel_l2, vl.max_abs, rows);
+  ck_assert_msg(vo.pass, "%s: O fails: max_abs %g rel_l2 %g unwritten %zu nonfinite %zu", what,
+                vo.max_abs, vo.rel_l2, vo.unwritten, vo.nonfinite);
+  ck_assert_msg(vl.pass, "%s: lse fails: max_abs %g unwritten %zu nonfinite %zu", what, vl.max_abs,
+                vl.unwritten, vl.nonfinite);
+  free(o), free(lse);
+}
+
+START_TEST(draft_steps_match_the_reference) {
+  const step_case *c = attn_test_sanitizer_sized() ? &kCases[_i].small : &kCases[_i].full;
+  gpu_step g;
+  memset(&g, 0, sizeof g);
+  int max_len = 0, max_q = 0, rows_cap = 0;
+  for (int b = 0; b < c->batch; ++b) {
+    max_len = c->lens[b] > max_len ? c->lens[b] : max_len;
+    max_q = c->qlens[b] > max_q ? c->qlens[b] : max_q;
+  }
+  const int lim_q = c->max_q ? c->max_q : max_q, lim_kv = c->max_seq_kv ? c->max_seq_kv : max_len;
+  rows_cap = c->batch * lim_q;
+  g.st = (l10_step){.batch = c->batch,
+                    .heads = c->heads,
+                    .kv_heads = c->kv_heads,
+                    .dim = c->dim,
+                    .max_q = lim_q,
+                    .max_seq_kv = lim_kv,
+                    .max_blocks = (lim_kv + c->block_size - 1) / c->block_size,
+                    .block_size = c->block_size,
+                    .mask = (l10_mask)c->mask,
+                    .scale = 1.0f / sqrtf((float)c->dim)};
+  g.num_blocks = c->batch * g.st.max_blocks + 5; /* spare blocks: NaN throughout */
+  const size_t B = (size_t)c->batch, qn = (size_t)rows_cap * c->heads * c->dim;
+  const size_t pool = (size_t)g.num_blocks * c->block_size * c->kv_heads * c->dim;
+  g.qs = (int *)malloc(B * 4), g.ql = (int *)malloc(B * 4), g.lens = (int *)malloc(B * 4);
+  g.table = (int *)malloc(B * g.st.max_blocks * 4);
+  g.tree = c->mask == L10_MASK_TREE ? (uint32_t *)malloc((size_t)rows_cap * 4) : NULL;
+  g.q = (float *)malloc(qn * 4), g.ref_o = (float *)malloc(qn * 4);
+  g.ref_lse = (float *)malloc((size_t)rows_cap * c->heads * 4);
+  g.k = (float *)malloc(pool * 4), g.v = (float *)malloc(pool * 4);
+  ck_assert(g.qs && g.ql && g.lens && g.table && g.q && g.ref_o && g.ref_lse && g.k && g.v);
+  ck_assert_int_eq(cudaMalloc(&g.d_q, qn * 2), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&g.d_o, qn * 2), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&g.d_lse, (size_t)rows_cap * c->heads * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&g.d_k, pool * 2), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc(&g.d_v, pool * 2), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&g.d_qs, B * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&g.d_ql, B * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&g.d_lens, B * 4), cudaSuccess);
+  ck_assert_int_eq(cudaMalloc((void **)&g.d_table, B * g.st.max_blocks * 4), cudaSuccess);
+  if (g.tree) ck_assert_int_eq(cudaMalloc((void **)&g.d_tree, (size_t)rows_cap * 4), cudaSuccess);
+  g.st.q = g.d_q, g.st.q_start = g.d_qs, g.st.q_lens = g.d_ql, g.st.tree = g.d_tree;
+  g.st.k_cache = g.d_k, g.st.v_cache = g.d_v, g.st.block_table = g.d_table;
+  g.st.seq_lens = g.d_lens;
+  g.ws_bytes = l10_draft_workspace_bytes(&g.st);
+  if (g.ws_bytes) {
+    ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(g.d_ws, 0, g.ws_bytes), cudaSuccess);
+  }
+  printf(
+      "case %d: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
+      "chunk %d\n",
+      _i, c->batch, c->heads, c->kv_heads, c->dim, c->block_size, c->mask, lim_q, lim_kv,
+      l10_draft_chunk(&g.st));
+  draw(&g, c, c->lens, c->qlens, 1234u + (uint64_t)_i);
+  send(&g, c);
+  run_and_check(&g, c, "first call");
+  run_and_check(&g, c, "second call (counters reset)");
+  /* The same limits, new lengths and counts on the device: each sequence shorter or as long,
+   * counts rotated; the plan (grid, chunk, workspace) is not made again. */
+  int lens2[8], q2[8];
+  for (int b = 0; b < c->batch; ++b) {
+    q2[b] = c->qlens[(b + 1) % c->batch];
+    lens2[b] = c->lens[(b + c->batch - 1) % c->batch] / 2 + 1;
+    if (lens2[b] < q2[b]) lens2[b] = q2[b];
+    if (lens2[b] > lim_kv) lens2[b] = lim_kv;
+    if (q2[b] > lim_q) q2[b] = lim_q;
+  }
+  draw(&g, c, lens2, q2, 999u + (uint64_t)_i);
+  send(&g, c);
+  run_and_check(&g, c, "new lengths and counts, same plan");
+  cudaFree(g.d_q), cudaFree(g.d_o), cudaFree(g.d_lse), cudaFree(g.d_k), cudaFree(g.d_v);
+  cudaFree(g.d_qs), cudaFree(g.d_ql), cudaFree(g.d_lens), cudaFree(g.d_table), cudaFree(g.d_tree);
+  cudaFree(g.d_ws);
+  free(g.qs), free(g.ql), free(g.lens), free(g.table), free(g.tree), free(g.q), free(g.ref_o);
+  free(g.ref_lse), free(g.k), free(g.v);
+}
+END_TEST
+
+/* Limits the launcher must refuse, on the device as well as in l10_step_check(). */
+START_TEST(bad_limits_are_refused) {
+  int dummy[4] = {0};
+  int *d = NULL;
+  ck_assert_int_eq(cudaMalloc((void **)&d, sizeof dummy), cudaSuccess);
+  l10_step st = {.q = d,
+                 .q_start = d,
+                 .q_lens = d,
+                 .k_cache = d,
+                 .v_cache = d,
+                 .block_table = d,
+                 .seq_lens = d,
+                 .batch = 1,
+                 .heads = 4,
+                 .kv_heads = 1,
+                 .dim = 128,
+                 .max_q = 4,
+                 .max_seq_kv = 64,
+                 .max_blocks = 4,
+                 .block_size = 16,
+                 .mask = L10_MASK_NONE,
+                 .scale = 0.1f};
+  st.max_q = L10_MAX_DRAFT + 1;
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.max_q = 4, st.block_size = 24;
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.block_size = 16, st.mask = L10_MASK_TREE; /* no tree words */
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.mask = L10_MASK_NONE, st.dim = 96;
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
+  cudaFree(d);
+}
+END_TEST
+
+int main(void) {
+  attn_test_gpu_or_skip(&g_dev);
+  Suite *s = suite_create("lesson10_gpu");
+  TCase *tc = tcase_create("gpu");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, draft_steps_match_the_reference, 0, N_CASES);
+  tcase_add_test(tc, bad_limits_are_refused);
+  suite_add_tcase(s, tc);
+  return attn_test_run(s, 1);
+}
