@@ -38,7 +38,10 @@
  * Measured: H100, 2026-11-26 (docs/results/h100-l10-2026-11-26, bench/lesson10_peers.py, causal,
  * 32/8 heads, dim 128): at batch 16 and 64 with 32k-128k keys, 2-8 draft tokens run at
  * 0.97-1.00x the one-token rate (2.92-3.06 TB/s, 87-91% of HBM) and 16 tokens at 0.88-0.90x;
- * against cuDNN's paged SDPA with the same token counts 2.6-3.1x. Where it falls short: batch 1
+ * against cuDNN's paged SDPA with the same token counts 2.6-3.1x. On an H200 the same day
+ * (docs/results/h200-l10-2026-11-26): 2-8 tokens at 0.97-1.00x (4.31-4.53 TB/s, 89-94%), 4.3-4.6x
+ * cuDNN; 16 tokens at 2.61-2.72 TB/s, about the H100's rate, so 0.59-0.60x the one-token rate:
+ * past the memory's speed the warps' latency sets it. Where it falls short: batch 1
  * (8 tokens at 0.73x the one-token rate with 32k keys, 0.87x with 128k; 16 tokens 0.53x and
  * 0.73x) and 4k keys, where the blocks are few and each warp's latency, not the memory, sets the
  * pace (Nsight Compute at batch 1, 16 tokens, before the last change: 0.38 instructions issued per
