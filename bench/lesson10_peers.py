@@ -42,8 +42,8 @@ l07-v5-balance-causal, cudnn-paged-none, ...; the token count is the seq_q colum
 the what text, with the block size):
   l10-v1-draft    lesson 10's version 1 (l10_draft_d128 / _d64) through ctypes: an l10_step struct
                   (the L10Step class below, field for field) filled with the data_ptr()s of the
-                  torch tensors, its workspace (l10_draft_workspace_bytes) zeroed once per step
-                  shape (every call leaves it zeroed)
+                  torch tensors, its workspace (l10_draft_workspace_bytes: the chunks' partial
+                  states) allocated once per step shape
   l07-v5-balance  lesson 07's version 5 (l07_paged_balance_d128 / _d64) on the same pools, table
                   and Q: its Q `[batch, seq_q, heads, dim]` is the packed Q when every sequence
                   has T tokens; seq_q = T, causal flag 1 for the causal mask, seq_lens_host NULL
@@ -580,7 +580,7 @@ def measure_step(env, ctx, mask, t):
         if why:
             raise RuntimeError(f"l10_step_check refused the step: {why}")
         ws_bytes = lib.l10_draft_workspace_bytes(ctypes.byref(step))
-        # zeroed once: the kernel keeps counters there that every call leaves at 0
+        # the chunks' partial states; nothing is kept there between calls
         ws = torch.zeros(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
         fn, sp = getattr(lib, f"l10_draft_d{dim}"), ctypes.byref(step)
 

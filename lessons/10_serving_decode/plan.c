@@ -24,9 +24,8 @@ size_t l10_draft_workspace_bytes(const l10_step *s) {
   if (splits <= 1) return 0;
   const size_t units =
       (size_t)s->batch * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
-  /* the counters, then O and the log-sum-exp of every (unit, chunk, row) */
-  return l06_counter_bytes((int)units) +
-         units * (size_t)splits * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float);
+  /* O and the log-sum-exp of every (unit, chunk, row) */
+  return units * (size_t)splits * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float);
 }
 
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,

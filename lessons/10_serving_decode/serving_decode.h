@@ -90,7 +90,7 @@ int l10_units_per_kv_head(int heads, int kv_heads, int max_q);
 int l10_draft_chunk(const l10_step *s);
 
 /** Bytes of version 1's workspace for this step (0 when no sequence can be cut into chunks); it
- * must be zeroed once before the first call, and every call leaves it zeroed. */
+ * holds the chunks' partial states during a call, and nothing between calls. */
 size_t l10_draft_workspace_bytes(const l10_step *s);
 
 /** @name Version 1's launchers

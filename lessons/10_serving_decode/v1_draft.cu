@@ -23,7 +23,10 @@
  *  - the mask: a row sees its keys below `lim` and the draft keys its bit word names (none,
  *    causal, or a token tree: l10_sees()); a tile below every row's `lim` skips the test, and O
  *    is rescaled only when a row of the warp has a new maximum;
- *  - one ring depth, lesson 07's shallow one: two blocks per SM at every batch.
+ *  - one ring depth, lesson 07's shallow one: two blocks per SM at every batch;
+ *  - the chunks of a sequence merged by a second kernel (FD_COMBINE, a thread per row and four
+ *    columns over the whole GPU, as lesson 06's version 4), not by the last of their blocks: with
+ *    64 rows that block would read every chunk's 64 x dim floats alone (about 1 MB at batch 1).
  *
  * Why: lesson 07's version 5 gives each 16 rows their own blocks. With 32/8 heads a KV group is 4
  * rows a token, so 8 draft tokens are two row tiles, and each reads the sequence's keys: twice
@@ -35,26 +38,33 @@
  * 3.35 TB/s, a third of what it can issue. What is not free is latency: a warp reads rw tiles
  * per step where lesson 07's read one, with two warps per scheduler to hide it.
  *
- * Measured: H100, 2026-11-26 (docs/results/h100-l10-2026-11-26, bench/lesson10_peers.py, causal,
- * 32/8 heads, dim 128): at batch 16 and 64 with 32k-128k keys, 2-8 draft tokens run at
- * 0.97-1.00x the one-token rate (2.92-3.06 TB/s, 87-91% of HBM) and 16 tokens at 0.88-0.90x;
- * against cuDNN's paged SDPA with the same token counts 2.6-3.1x. On an H200 the same day
- * (docs/results/h200-l10-2026-11-26): 2-8 tokens at 0.97-1.00x (4.31-4.53 TB/s, 89-94%), 4.3-4.6x
- * cuDNN; 16 tokens at 2.61-2.72 TB/s, about the H100's rate, so 0.59-0.60x the one-token rate:
- * past the memory's speed the warps' latency sets it. Where it falls short: batch 1
- * (8 tokens at 0.73x the one-token rate with 32k keys, 0.87x with 128k; 16 tokens 0.53x and
- * 0.73x) and 4k keys, where the blocks are few and each warp's latency, not the memory, sets the
- * pace (Nsight Compute at batch 1, 16 tokens, before the last change: 0.38 instructions issued per
- * cycle and scheduler, the top stall a fixed-latency dependency); and lengths that differ (one sequence of 32k among 7
- * of 1k: 0.34x lesson 07's plan, which sees the lengths). Development runs of the same day,
- * kept in the same folder, measured three alternatives: lesson 07's deep ring when the blocks fit
- * one wave (dev-ring-and-barriers.log: at batch 16, 8k keys, 16 tokens 45.5% of HBM against the
- * shallow ring's 66.9%, at batch 1 with 4 and 8 tokens 4-5 points ahead of it), one online
- * softmax over all the tiles of a step (dev-one-softmax-per-step.log: 36.5% of HBM at batch 1
- * with 16 tokens, where the tiles in turn ran at 36.6% on another machine), and a barrier per key
- * stream in place of the block's (__syncwarp, or a named barrier for a pair of warps: about as
- * fast, but racecheck reported hazards on the state the warps share at the end, which the
- * block-wide barrier does not have). Nsight Compute: ncu-dev.txt.
+ * Measured: H200, 2026-11-26 (docs/results/h200-l10b-2026-11-26, bench/lesson10_peers.py, causal,
+ * 32/8 heads, dim 128): at batch 16 and 64 with 32k-128k keys, 2-8 draft tokens at 0.98-1.00x
+ * the one-token rate (4.31-4.54 TB/s, 90-94% of HBM), 4.3-4.6x cuDNN's paged SDPA with the same
+ * token counts; 16 tokens at 2.66-2.76 TB/s, 0.60-0.61x. At batch 1: 8 tokens at 0.87x with 32k
+ * keys (2.67 TB/s) and 0.95x with 128k; the default step 1.02x lesson 07's version 5. Before the
+ * merge had its kernel (the last block of the chunks merging them; h200-l10-2026-11-26, and
+ * h100-l10-2026-11-26 on an H100): the same at batch 16 and more, but at batch 1 8 tokens at 0.65x
+ * (2.00 TB/s) with 32k keys and 0.81x with 128k, the default step 0.79x lesson 07's. Predicted
+ * for the merge kernel: the batch-1 steps, whose 33 chunks a KV head made the last block read
+ * about 1 MB alone, near lesson 07's (whose 16-row units keep that merge small); measured: level
+ * with it or ahead from 8 tokens. On the H100 (before the merge kernel) 16 tokens ran at
+ * 2.65-2.76 TB/s too, 0.88-0.90x its one-token rate: past the memory's speed the warps' latency
+ * sets the rate, the same on both parts.
+ *
+ * Where it falls short: 16 tokens (above); 4k keys (8 tokens 0.77x the one-token rate at batch 1);
+ * lengths that differ (one sequence of 32k among 7 of 1k: 0.30x lesson 07's plan, which sees the
+ * lengths). Development runs of the same day on H100s, kept in docs/results/h100-l10-2026-11-26,
+ * measured three alternatives: lesson 07's deep ring when the blocks fit one wave
+ * (dev-ring-and-barriers.log: at batch 16, 8k keys, 16 tokens 45.5% of HBM against the shallow
+ * ring's 66.9%, at batch 1 with 4 and 8 tokens 4-5 points ahead of it), one online softmax over
+ * all the tiles of a step (dev-one-softmax-per-step.log: 36.5% of HBM at batch 1 with 16 tokens,
+ * where the tiles in turn ran at 36.6% on another machine), and a barrier per key stream in place
+ * of the block's (__syncwarp, or a named barrier for a pair of warps: about as fast, but racecheck
+ * reported hazards on the state the warps share at the end, which the block-wide barrier does not
+ * have). Nsight Compute before the last two changes (ncu-dev.txt, batch 1, 16 tokens): 0.38
+ * instructions issued per cycle and scheduler, the top stall a fixed-latency dependency, and the
+ * SMs active 59% of the kernel's time (the merge on one SM).
  *
  * Run: `./run 1`, `./run 1 --seq 16 --causal`, `./run --kv-heads 4 --seq 16`.
  */
@@ -99,6 +109,8 @@
 #define FD_CAT(a, b) FD_CAT_(a, b)
 /** This build's kernel: l10_draft_kernel_d64 or _d128. */
 #define FD_KERNEL FD_CAT(l10_draft_kernel_d, HEAD_DIM)
+/** This build's merge of the chunks: l10_draft_combine_d64 or _d128. */
+#define FD_COMBINE FD_CAT(l10_draft_combine_d, HEAD_DIM)
 /** This build's launcher: l10_draft_d64() or l10_draft_d128(), in serving_decode.h. */
 #define FD_LAUNCH FD_CAT(l10_draft_d, HEAD_DIM)
 /** This build's occupancy query: l10_draft_per_sm_d64() or l10_draft_per_sm_d128(). */
@@ -401,23 +413,6 @@ static __device__ __forceinline__ float4 fd_merge_warps(const float (*pm)[16],
   return y4;
 }
 
-/** Counts the block's chunk in on counter @p cnt; true in the block that brings the count to
- * @p splits, which sets it back to 0 for the next call and, past the second fence, sees every
- * other chunk's partial state. @p last: a flag in shared memory, thread 0's answer to the block.
- * Every thread of the block calls it (it has barriers). */
-static __device__ __forceinline__ int fd_last_block(int *last, int *cnt, int splits) {
-  __threadfence(); /* my partial state is visible to every block before I am counted */
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    *last = atomicAdd(cnt, 1) == splits - 1;
-    if (*last) *cnt = 0; /* every chunk is in: ready for the next call */
-  }
-  __syncthreads();
-  if (!*last) return 0;
-  __threadfence(); /* the other chunks' writes, made visible before their counts, are seen */
-  return 1;
-}
-
 /** The unit's Q tile into shared memory at @p sq: row r is group row u * FD_ROWS + r (draft token
  * gr / G of query head kvh * G + gr % G, packed row q0 + gr / G), zeros past the @p rows the
  * sequence has; FD_ROWS rows x FD_CHUNKS 16-byte chunks, swizzled. */
@@ -450,8 +445,8 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *       for j < rw: S = Q_p K_j^T, online softmax (mask: lim, bits), O += P V_j
  *     cp.async.wait_all; __syncthreads(); each warp's (m, l, O) -> shared; __syncthreads()
  *     a float4 of a row per thread: merge the ns streams of its row tile -> O / l, lse
- *     one chunk: -> O, lse.  More: -> part_O, part_lse; the last block of (b, kvh, u) to count
- *     in merges b's chunks by lse -> O, lse
+ *     one chunk: -> O, lse.  More: -> part_O, part_lse, merged by FD_COMBINE, a second kernel:
+ *     a thread per (unit, row, float4) merges the row's chunks by lse -> O, lse
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(
@@ -463,7 +458,6 @@ static __device__ __forceinline__ void fd_body(
     float *__restrict__ lse,              // [total_q, heads]
     float *__restrict__ part_o,           // [batch, splits, kv_heads, units, 64, HEAD_DIM]
     float *__restrict__ part_lse,         // [batch, splits, kv_heads, units, 64]
-    int *__restrict__ count,              // [batch, kv_heads, units], 0 between calls
     const int *__restrict__ q_start,      // [batch]
     const int *__restrict__ q_lens,       // [batch]
     const uint32_t *__restrict__ tree,    // [total_q] or NULL
@@ -592,7 +586,6 @@ static __device__ __forceinline__ void fd_body(
   __syncthreads();
 
   /* The streams' states merged: a float4 of a live row per thread and step. */
-  const size_t unit = ((size_t)b * kv_heads + kvh) * units + u; /* (b, kvh, u) */
   for (int e = threadIdx.x; e < rows * FD_C4; e += L06_THREADS) {
     const int r = e / FD_C4, c4 = e % FD_C4, gr = u * FD_ROWS + r;
     float lse_r;
@@ -609,66 +602,20 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
-  if (n_chunks == 1) return;
-
-  /* Count this chunk in; the last of the unit's chunks merges them all. */
-  __shared__ int last;
-  if (!fd_last_block(&last, count + unit, n_chunks)) return;
-
-  /* The merge: every float4 of the live rows, each thread its own, over the sequence's chunks
-   * FD_MERGE at a time, all their loads in flight at once (lesson 07's). Chunk c's slot of row r:
-   * (((b * splits + c) * kv_heads + kvh) * units + u) * 64 + r. */
-  const size_t cstride = (size_t)kv_heads * units * FD_ROWS; /* from chunk c to c + 1 */
-  const size_t slot0 = (((size_t)b * splits * kv_heads + kvh) * units + u) * FD_ROWS;
-  for (int e = threadIdx.x; e < rows * FD_C4; e += L06_THREADS) {
-    const int r = e / FD_C4, c4 = e % FD_C4, gr = u * FD_ROWS + r;
-    const size_t orow = ((size_t)q0 + gr / G) * heads + kvh * G + gr % G;
-    float mx = -INFINITY, sum = 0.f;
-    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int c0 = 0; c0 < n_chunks; c0 += FD_MERGE) {
-      float lb[FD_MERGE];
-      float4 xb[FD_MERGE];
-#pragma unroll
-      for (int kk = 0; kk < FD_MERGE; ++kk) {
-        const int c = c0 + kk;
-        const size_t slot = slot0 + (size_t)c * cstride + r;
-        lb[kk] = c < n_chunks ? __ldcg(part_lse + slot) : -INFINITY;
-        xb[kk] = c < n_chunks ? __ldcg((const float4 *)(part_o + slot * HEAD_DIM) + c4)
-                              : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-      float bm = mx;
-#pragma unroll
-      for (int kk = 0; kk < FD_MERGE; ++kk) bm = fmaxf(bm, lb[kk]);
-      if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
-      const float sc = __expf(mx - bm); /* 0 while mx is -inf */
-      sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
-#pragma unroll
-      for (int kk = 0; kk < FD_MERGE; ++kk) {
-        const float w = __expf(lb[kk] - bm);
-        sum += w;
-        a.x += w * xb[kk].x, a.y += w * xb[kk].y, a.z += w * xb[kk].z, a.w += w * xb[kk].w;
-      }
-      mx = bm;
-    }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
-        make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
-    if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
-  }
 }
 
 /** The kernels' arguments, as fd_body() takes them. */
-#define FD_PARAMS                                                                             \
-  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                           \
-      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,                   \
-      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,         \
-      float *__restrict__ part_lse, int *__restrict__ count, const int *__restrict__ q_start, \
-      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                      \
-      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv,   \
+#define FD_PARAMS                                                                           \
+  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                         \
+      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,                 \
+      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,       \
+      float *__restrict__ part_lse, const int *__restrict__ q_start,                        \
+      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                    \
+      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv, \
       int max_blocks, int shift, int mask, float scale_log2, int units, int splits, int chunk
 /** The same names, passed on. */
-#define FD_ARGS                                                                                  \
-  q, k, v, block_table, o, lse, part_o, part_lse, count, q_start, q_lens, tree, seq_lens, heads, \
+#define FD_ARGS                                                                           \
+  q, k, v, block_table, o, lse, part_o, part_lse, q_start, q_lens, tree, seq_lens, heads, \
       kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, splits, chunk
 
 /** The kernel: two blocks per SM. */
@@ -692,8 +639,70 @@ extern "C" int FD_PER_SM(void) {
   return n;
 }
 
+/** The chunks' merge, a kernel of its own over the whole GPU: thread e of the blocks of unit
+ * (b, kvh, u) takes float4 column e % FD_C4 of row e / FD_C4 and merges that row's partial states
+ * over the sequence's chunks, FD_MERGE at a time, all their loads in flight at once: lesson 02's
+ * online softmax with chunks for keys. The running (max, sum, O) is rescaled when a batch raises
+ * the max; an empty chunk (lse -inf) weighs 0, and a row whose every chunk is empty ends with sum
+ * 0: O = 0, lse = -inf. Chunk c's slot of row r: (((b * splits + c) * kv_heads + kvh) * units +
+ * u) * 64 + r. A unit of one chunk was written by the main kernel and is skipped. */
+static __global__ void __launch_bounds__(L06_THREADS)
+    FD_COMBINE(const float *__restrict__ part_o, const float *__restrict__ part_lse,
+               attn_bf16 *__restrict__ o, float *__restrict__ lse, const int *__restrict__ q_start,
+               const int *__restrict__ q_lens, const int *__restrict__ seq_lens, int heads,
+               int kv_heads, int max_q, int max_seq_kv, int units, int splits, int chunk) {
+  const int per_unit = FD_ROWS * FD_C4 / L06_THREADS; /* blocks of a unit */
+  unsigned rest = blockIdx.x / (unsigned)per_unit;
+  const int e = (int)(blockIdx.x % (unsigned)per_unit) * L06_THREADS + threadIdx.x;
+  const int u = (int)(rest % (unsigned)units);
+  rest /= (unsigned)units;
+  const int kvh = (int)(rest % (unsigned)kv_heads), b = (int)(rest / (unsigned)kv_heads);
+  const int G = heads / kv_heads;
+  const int q_b = min(max(q_lens[b], 1), max_q);
+  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
+  const int rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
+  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
+  const int r = e / FD_C4, c4 = e % FD_C4, gr = u * FD_ROWS + r;
+  if (n_chunks == 1 || r >= rows) return;
+  const size_t orow = ((size_t)q_start[b] + gr / G) * heads + kvh * G + gr % G;
+  const size_t cstride = (size_t)kv_heads * units * FD_ROWS; /* from chunk c to c + 1 */
+  const size_t slot0 = (((size_t)b * splits * kv_heads + kvh) * units + u) * FD_ROWS + r;
+  float mx = -INFINITY, sum = 0.f;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int c0 = 0; c0 < n_chunks; c0 += FD_MERGE) {
+    float lb[FD_MERGE];
+    float4 xb[FD_MERGE];
+#pragma unroll
+    for (int kk = 0; kk < FD_MERGE; ++kk) {
+      const int c = c0 + kk;
+      const size_t slot = slot0 + (size_t)c * cstride;
+      lb[kk] = c < n_chunks ? __ldcg(part_lse + slot) : -INFINITY;
+      xb[kk] = c < n_chunks ? __ldcg((const float4 *)(part_o + slot * HEAD_DIM) + c4)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float bm = mx;
+#pragma unroll
+    for (int kk = 0; kk < FD_MERGE; ++kk) bm = fmaxf(bm, lb[kk]);
+    if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
+    const float sc = __expf(mx - bm); /* 0 while mx is -inf */
+    sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
+#pragma unroll
+    for (int kk = 0; kk < FD_MERGE; ++kk) {
+      const float w = __expf(lb[kk] - bm);
+      sum += w;
+      a.x += w * xb[kk].x, a.y += w * xb[kk].y, a.z += w * xb[kk].z, a.w += w * xb[kk].w;
+    }
+    mx = bm;
+  }
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
+      make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
+  if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+}
+
 /** The launcher, l10_draft_d64() or l10_draft_d128(): batch x chunks x KV heads x units blocks in
- * one launch, the chunks of l10_draft_chunk(). See serving_decode.h. */
+ * one launch, the chunks of l10_draft_chunk(); when a sequence can be cut, FD_COMBINE after it.
+ * See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
@@ -709,8 +718,7 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   const size_t need = l10_draft_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
   const size_t n_units = (size_t)st->batch * st->kv_heads * units;
-  int *count = (int *)workspace; /* [batch, kv_heads, units], then the partial states */
-  float *part_o = need ? (float *)((char *)workspace + l06_counter_bytes((int)n_units)) : NULL;
+  float *part_o = need ? (float *)workspace : NULL; /* the partial states, O then lse */
   float *part_lse = part_o ? part_o + n_units * splits * FD_ROWS * HEAD_DIM : NULL;
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q, *k = (const attn_bf16 *)st->k_cache,
@@ -718,9 +726,16 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   ATTN_TRY(
       cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
-      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, count, st->q_start,
-      st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv,
-      st->max_blocks, shift, (int)st->mask, scale_log2, units, splits, chunk);
+      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, st->q_start, st->q_lens,
+      st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks,
+      shift, (int)st->mask, scale_log2, units, splits, chunk);
   ATTN_TRY_LAUNCH();
+  if (splits > 1) { /* the chunks' merge: every (unit, row, float4) its own thread */
+    const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
+    FD_COMBINE<<<(unsigned)cblocks, L06_THREADS, 0, stream>>>(
+        part_o, part_lse, (attn_bf16 *)o, lse, st->q_start, st->q_lens, st->seq_lens, st->heads,
+        st->kv_heads, st->max_q, st->max_seq_kv, units, splits, chunk);
+    ATTN_TRY_LAUNCH();
+  }
   return cudaSuccess;
 }

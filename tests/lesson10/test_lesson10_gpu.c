@@ -5,7 +5,7 @@
  * holds), block sizes 8 to 128, one key, sequences cut into many chunks, batches of several waves,
  * and limits (max_q, max_seq_kv) above what any sequence uses. O and the log-sum-exp are poisoned
  * before each launch and checked against the fp64 reference (l10_reference()) on every row; each
- * case runs twice (the chunk counters must be left at zero), then again after the lengths, counts
+ * case runs twice on the same workspace, then again after the lengths, counts
  * and tables change on the device under the same limits, as a captured graph would see them.
  * Under compute-sanitizer (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape.
  * Exits 77 (skipped) without a GPU. */
@@ -240,7 +240,7 @@ START_TEST(draft_steps_match_the_reference) {
   draw(&g, c, c->lens, c->qlens, 1234u + (uint64_t)_i);
   send(&g, c);
   run_and_check(&g, c, "first call");
-  run_and_check(&g, c, "second call (counters reset)");
+  run_and_check(&g, c, "second call, same workspace");
   /* The same limits, new lengths and counts on the device: each sequence shorter or as long,
    * counts rotated; the plan (grid, chunk, workspace) is not made again. */
   int lens2[8], q2[8];
