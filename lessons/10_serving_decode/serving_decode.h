@@ -126,9 +126,11 @@ int l10_reference(const l10_step *s, const float *q, const int *q_start, const i
 
 /**
  * Version 1's algorithm on the CPU, in float, block by block: units of L10_UNIT_ROWS rows,
- * chunks of @p chunk keys, 16-key tiles split over four warps as the kernel splits them, each
- * warp's online softmax, the warps merged, then the chunks merged with l10_merge_state(). Same
- * arguments as l10_reference() (no row mask). Returns 0, or -1 when memory ran out.
+ * chunks of @p chunk keys, the 16-key tiles of a chunk dealt to four warps as the kernel loads
+ * them (tile t to warp t % 4; where the kernel's warps share their tiles among several row tiles,
+ * each row still sees every tile once, in another order), each warp's online softmax in base 2,
+ * the warps merged, then the chunks merged with l10_merge_state(). Same arguments as
+ * l10_reference() (no row mask). Returns 0, or -1 when memory ran out.
  */
 int l10_cpu_model(const l10_step *s, int chunk, const float *q, const int *q_start,
                   const int *q_lens, const uint32_t *tree, const float *k_cache,
