@@ -436,13 +436,14 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     rt = row tiles of the rows (1..4), rw = 1, 2, 4, 4 for rt = 1..4, ns = 4 / rw
  *     warp w: row tile p = w % rw of key stream w / rw; loads the 16-key tiles w, w + 4, ...
  *     Q tile (64 rows, zeros past `rows`) -> shared by cp.async, a group of its own
- *     warp w: table entries, then cp.async of its first stages - 1 tiles, one commit each
- *     cp.async.wait_group stages - 2; __syncthreads();  Q rows of tile p -> mma fragments
- *     for each step t of the stream (tiles stream * rw + 4 t + j, j < rw):
- *       cp.async.wait_group stages - 2 (my tile of step t has landed)
- *       bar.sync 1 + stream, 32 rw       (the stream's tiles of step t have; step t - 1 is done)
- *       cp.async my tile of step t + stages - 1 into the slot of step t - 1; commit
- *       for j < rw: S = Q_p K_j^T, online softmax (mask: lim, bits), O += P V_j
+ *     warp w: table entries, then cp.async of its first FD_STAGES - 1 tiles, one commit each
+ *     cp.async.wait_group FD_STAGES - 2; __syncthreads();  Q rows of tile p -> mma fragments
+ *     for each step t (as many as warp 0 has tiles; stream s reads tiles s rw + 4 t + j, j < rw):
+ *       cp.async.wait_group FD_STAGES - 2 (my tile of step t has landed)
+ *       __syncthreads()                   (every warp's has; every warp is past step t - 1)
+ *       cp.async my tile of step t + FD_STAGES - 1 into the slot of step t - 1; commit
+ *       for j < rw, in turn: S = Q_p K_j^T, online softmax (mask: lim, bits; no test for a tile
+ *       below every row's lim; O rescaled only when a maximum grew), O += P V_j
  *     cp.async.wait_all; __syncthreads(); each warp's (m, l, O) -> shared; __syncthreads()
  *     a float4 of a row per thread: merge the ns streams of its row tile -> O / l, lse
  *     one chunk: -> O, lse.  More: -> part_O, part_lse, merged by FD_COMBINE, a second kernel:
