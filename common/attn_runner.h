@@ -191,6 +191,14 @@ int attn_run_versions(const attn_lesson *lesson, const attn_options *o, const at
                       attn_result *results, FILE *out);
 
 /**
+ * Allocate @p n elements of type @p t on the device into *@p dst and copy @p src (fp32 on the
+ * host) there, rounded to bf16 when @p t is ATTN_BF16: how the harness uploads its inputs, for a
+ * custom version's setup too. Returns the first CUDA error (cudaErrorMemoryAllocation when the
+ * host buffer for the conversion cannot be had); *@p dst is set once the allocation succeeded.
+ */
+cudaError_t attn_upload(void **dst, const float *src, size_t n, attn_dtype t);
+
+/**
  * The memory a run of the selected versions needs before any version-specific scratch: the
  * harness's shared inputs and the reference for dense and paged versions (per dtype used), plus the
  * largest footprint() of the custom versions. Bytes on the GPU and on the host.

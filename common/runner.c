@@ -56,7 +56,7 @@ typedef struct dense_inputs {
   int *d_table, *d_lens;
 } dense_inputs;
 
-static cudaError_t upload(void **dst, const float *src, size_t n, attn_dtype t) {
+cudaError_t attn_upload(void **dst, const float *src, size_t n, attn_dtype t) {
   size_t bytes = n * attn_dtype_size(t);
   ATTN_TRY(cudaMalloc(dst, bytes ? bytes : 1));
   if (t == ATTN_F32) {
@@ -107,10 +107,10 @@ static int inputs_host(dense_inputs *in, int need_reference, FILE *out) {
 
 static cudaError_t inputs_device(dense_inputs *in, attn_dtype t, int paged) {
   const attn_problem *p = in->p;
-  if (!in->dq[t]) ATTN_TRY(upload(&in->dq[t], in->hq, attn_q_elems(p), t));
+  if (!in->dq[t]) ATTN_TRY(attn_upload(&in->dq[t], in->hq, attn_q_elems(p), t));
   if (!paged) {
-    if (!in->dk[t]) ATTN_TRY(upload(&in->dk[t], in->hk, attn_kv_elems(p), t));
-    if (!in->dv[t]) ATTN_TRY(upload(&in->dv[t], in->hv, attn_kv_elems(p), t));
+    if (!in->dk[t]) ATTN_TRY(attn_upload(&in->dk[t], in->hk, attn_kv_elems(p), t));
+    if (!in->dv[t]) ATTN_TRY(attn_upload(&in->dv[t], in->hv, attn_kv_elems(p), t));
     if (p->kv_lens && !in->d_lens) {
       ATTN_TRY(cudaMalloc((void **)&in->d_lens, sizeof(int) * (size_t)p->batch));
       ATTN_TRY(cudaMemcpy(in->d_lens, p->kv_lens, sizeof(int) * (size_t)p->batch,
@@ -125,8 +125,8 @@ static cudaError_t inputs_device(dense_inputs *in, attn_dtype t, int paged) {
   }
   attn_paged *c = &in->paged;
   size_t elems = (size_t)c->num_blocks * c->block_size * c->kv_heads * c->dim;
-  if (!in->dkc[t]) ATTN_TRY(upload(&in->dkc[t], c->k_cache, elems, t));
-  if (!in->dvc[t]) ATTN_TRY(upload(&in->dvc[t], c->v_cache, elems, t));
+  if (!in->dkc[t]) ATTN_TRY(attn_upload(&in->dkc[t], c->k_cache, elems, t));
+  if (!in->dvc[t]) ATTN_TRY(attn_upload(&in->dvc[t], c->v_cache, elems, t));
   if (!in->d_table) {
     size_t tb = sizeof(int) * (size_t)p->batch * c->max_blocks;
     ATTN_TRY(cudaMalloc((void **)&in->d_table, tb));

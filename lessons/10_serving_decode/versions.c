@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attn_bf16.h"
 #include "attn_paged.h"
 #include "attn_rng.h"
 #include "serving_decode.h"
@@ -96,15 +95,6 @@ static cudaError_t upload(void **dst, const void *src, size_t bytes) {
   return cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
-static cudaError_t upload_bf16(uint16_t **dst, const float *src, size_t n) {
-  uint16_t *h = (uint16_t *)malloc(n * sizeof(uint16_t) + 1);
-  if (!h) return cudaErrorMemoryAllocation;
-  attn_f32_to_bf16_array(src, h, n);
-  const cudaError_t e = upload((void **)dst, h, n * sizeof(uint16_t));
-  free(h);
-  return e;
-}
-
 static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **skip) {
   *state = NULL;
   const attn_problem *p = ctx->problem;
@@ -176,10 +166,10 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
   l10_reference(st, q, s->qs, s->ql, s->tree, c.k_cache, c.v_cache, c.block_table, c.seq_lens,
                 s->sample, s->ref_o, s->ref_lse);
   const size_t pool = (size_t)c.num_blocks * c.block_size * p->kv_heads * D;
-  cudaError_t e = upload_bf16(&s->d_q, q, qn);
+  cudaError_t e = attn_upload((void **)&s->d_q, q, qn, ATTN_BF16);
   free(q);
-  if (e == cudaSuccess) e = upload_bf16(&s->d_k, c.k_cache, pool);
-  if (e == cudaSuccess) e = upload_bf16(&s->d_v, c.v_cache, pool);
+  if (e == cudaSuccess) e = attn_upload((void **)&s->d_k, c.k_cache, pool, ATTN_BF16);
+  if (e == cudaSuccess) e = attn_upload((void **)&s->d_v, c.v_cache, pool, ATTN_BF16);
   if (e == cudaSuccess)
     e = upload((void **)&s->d_table, c.block_table, sizeof(int) * (size_t)B * c.max_blocks);
   attn_paged_free(&c);
