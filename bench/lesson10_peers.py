@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Lesson 10's draft-token decode against lesson 07's paged decode and cuDNN's paged SDPA.
+"""Lesson 10's draft-token decode against lesson 07's paged decode and cuDNN's paged SDPA, and
+over an FP8 cache (its version 2) against itself over the bf16 cache (version 1).
 
 One step of speculative decoding: every sequence has T draft tokens (--tokens, 1 to 16), whose
 queries attend to the sequence's seq_kv keys in a paged cache, the last T of them the draft tokens'
@@ -25,25 +26,51 @@ so a kernel that read one would print NaN. The dense copies are freed once the p
 mask and token count; Q is drawn per (mask, tokens), packed `[batch * T, heads, dim]` (sequence b's
 draft tokens are rows b * T .. b * T + T - 1: q_start[b] = b * T, q_lens[b] = T, seq_lens[b] =
 seq_kv). Shapes whose K and V pools pass --max-gb are skipped and said so (the dense copies sit
-beside the pools while they are filled: about 1.8 times that at the peak).
+beside the pools while they are filled: about 1.8 times that at the peak). Version 2's FP8 pools
+(below) are made from the bf16 pools once the dense copies are gone (the reference's copies
+aside) and add (dim + 4) / (2 dim) of the bf16 pools' size (about 0.52): about 1.5 times the bf16
+pools then, below the filling's peak; --max-gb counts the bf16 pools only. A shape whose FP8
+pools do not fit is measured without its FP8 rows (a skipped line and CSV rows).
 
-The figure is the rate of the K + V bytes the lengths need, 2 * sum(lengths) * kv_heads * dim * 2
-bytes over the median time, the same count for every implementation and token count (the block
-table, Q and O are not counted), so the rates compare as inverse times; pct_hbm is that rate over
-the HBM peak (2 x memory clock x bus width, bench/lesson02_peers.py's hbm_peak_gbs; --peak-gbs
-replaces it). vs_one_token is a row's rate over the one-token rate: lesson 10's row at T = 1 of
-the same (dim, mask, batch, seq_kv); the lesson's claim is that version 1 reads each sequence's
-keys once for all its draft tokens, so its vs_one_token should stay near 1 as T grows, while a
-kernel that reads them once per token falls as 1 / T. The one-token row is measured even when
+The FP8 cache (l10-v2-fp8, fp8_pools() below): per (dim, batch, seq_kv), e4m3 pools `[num_blocks,
+block_size, kv_heads, dim]` uint8 and scales `[num_blocks, kv_heads, block_size]` fp32, K and V,
+written once by the library's l10_fp8_append (quantise-on-append: one scale per key row, its amax
+/ 448) from the same bf16 pools, viewed as `[num_blocks * block_size, kv_heads, dim]` rows, slot s
+= block * block_size + row for row s, so the block table and the lengths serve both caches. Only
+the slots a token owns are appended: the NaN slots get slot -1, which the append skips (a NaN
+row has no meaningful amax, and the quantiser takes finite values only), and keep what they
+are created with, code 0x7f (an e4m3 NaN) and a NaN scale, so that version 2, like version 1 on
+the bf16 NaN, prints NaN if it uses an unowned slot as a key or lets a row past a sequence's end
+into P V unzeroed. Needs --block-size 16 or more (L10_FP8_MIN_BLOCK), compute capability 8.9 or
+more, and a library with version 2; otherwise its rows are skipped and say why. --no-fp8: none.
+
+The figure is the rate of the bf16 K + V bytes the lengths need, 2 * sum(lengths) * kv_heads *
+dim * 2 bytes over the median time, the same count for every implementation and token count but
+one (the block table, Q and O are not counted), so those rates compare as inverse times; pct_hbm
+is that rate over the HBM peak (2 x memory clock x bus width, bench/lesson02_peers.py's
+hbm_peak_gbs; --peak-gbs replaces it). The one: l10-v2-fp8 counts the bytes it really reads,
+2 * sum(lengths) * kv_heads * (dim + 4) (an e4m3 code per value and one fp32 scale per key row,
+K and V), for its TB/s and its pct_hbm alike; its speed against the bf16 cache is vs_bf16, the
+median time of l10-v1-draft at the same step over its own (the ratio of tokens per second). The
+CSV's bytes column is the count each row's gbs and pct_hbm use, and its what text says which.
+vs_one_token is a row's rate over the one-token rate: lesson 10's row at T = 1 of the same (dim,
+mask, batch, seq_kv); the lesson's claim is that version 1 reads each sequence's keys once for all
+its draft tokens, so its vs_one_token should stay near 1 as T grows, while a kernel that reads
+them once per token falls as 1 / T. The one-token row is measured even when
 --tokens leaves 1 out (lesson 10 only, then).
 
 Implementations (printed as impl=...; the impl column of the CSV adds the mask: l10-v1-draft-causal,
-l07-v5-balance-causal, cudnn-paged-none, ...; the token count is the seq_q column, and both are in
-the what text, with the block size):
+l10-v2-fp8-causal, l07-v5-balance-causal, cudnn-paged-none, ...; the token count is the seq_q
+column, and both are in the what text, with the block size):
   l10-v1-draft    lesson 10's version 1 (l10_draft_d128 / _d64) through ctypes: an l10_step struct
                   (the L10Step class below, field for field) filled with the data_ptr()s of the
-                  torch tensors, its workspace (l10_draft_workspace_bytes: the chunks' partial
-                  states) allocated once per step shape
+                  torch tensors, k_scale and v_scale NULL (the bf16 cache), its workspace
+                  (l10_draft_workspace_bytes: the chunks' partial states) allocated once per step
+                  shape
+  l10-v2-fp8      lesson 10's version 2 (l10_fp8_d128 / _d64): the same step and Q over the FP8
+                  pools, k_cache / v_cache their codes and k_scale / v_scale their scales, the
+                  workspace sized by l10_draft_workspace_bytes with the scales set. Only the
+                  requested token counts (no one-token row of its own); dtype e4m3 in the CSV
   l07-v5-balance  lesson 07's version 5 (l07_paged_balance_d128 / _d64) on the same pools, table
                   and Q: its Q `[batch, seq_q, heads, dim]` is the packed Q when every sequence
                   has T tokens; seq_q = T, causal flag 1 for the causal mask, seq_lens_host NULL
@@ -74,27 +101,37 @@ sum(lengths) * kv_heads * dim <= --ref-max that is every sequence; above it, the
 sequence (when they fit under --ref-max) against fp32, and the whole O against the first
 implementation that ran (lesson 10's, the reference for the rest of the shape). A difference of
 2e-2 or more, or a NaN anywhere in O, prints MISMATCH and sets exit status 1; so does an error of
-a lesson kernel (cuDNN's errors are reported, not failed).
+a lesson kernel (cuDNN's errors are reported, not failed). The FP8 row is judged apart (check_fp8):
+e4m3 rounds each K and V value by up to 2^-4 of itself, so its O is compared by relative L2 error,
+||O - ref|| / ||ref||, against the same fp32 reference (and against version 1's O on the rows
+fp32 does not cover), printed as `fp8 rel_l2=` with version 1's relative L2 error beside it;
+MISMATCH above 5e-2 or for a NaN or inf anywhere in O. Its O is never the reference of another
+row.
 
     python3 bench/lesson10_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,16,64] [--kvs 4096,32768,131072] [--tokens 1,2,4,8,16] [--mask causal]
         [--dims 128] [--heads 32] [--kv-heads 8] [--block-size 16] [--max-gb 24]
-        [--ref-max 268435456] [--busy-us 100] [--peak-gbs G] [--out DIR]
+        [--ref-max 268435456] [--busy-us 100] [--peak-gbs G] [--no-fp8] [--out DIR]
 
 Prints one line per measurement (`l10 impl=... dim=... batch=... seq_kv=... tokens=... mask=...
-us=... tbs=... pct_hbm=... vs_one_token=... host_us=...`), then a table of TB/s per (dim, mask,
+us=... tbs=... pct_hbm=... vs_one_token=... host_us=...`; the FP8 row prints vs_bf16= in place of
+vs_one_token=, and its tbs and pct_hbm count the FP8 bytes), then a table of TB/s per (dim, mask,
 batch, seq_kv, tokens) with lesson 10's % of HBM and vs_one_token, and its rate over lesson 07's
-and over cuDNN's. With --out DIR (or $PEERS_OUT) every figure is also a row of
-DIR/peers-lesson10.csv in the columns of bench/peer_timing.py.
+and over cuDNN's, and, with the FP8 rows, version 2's TB/s and % of HBM (FP8 bytes) and its speed
+over version 1's. With --out DIR (or $PEERS_OUT) every figure is also a row of
+DIR/peers-lesson10.csv in the columns of bench/peer_timing.py (vs_bf16 has no column of its own:
+it is in the FP8 row's what text, and is the ratio of the two rows' ms).
 
 The l10_step layout: the library exports no sizeof, so L10Step was checked against the C header
 by hand (a C program printing sizeof(l10_step) and offsetof() of every field, built with gcc -I
 common -I lessons/06_flash_decoding -I lessons/07_paged_attention -I lessons/10_serving_decode -I
-/usr/local/cuda/include on x86-64 Linux: 104 bytes, L10_STEP_OFFSETS below). The script compares
-ctypes' layout with those numbers before it calls anything, and also asks the library: it hands
-l10_step_check() (a host function) a valid step and then that step with one field at a time made
-bad, and each refusal must name the field it changed; a struct that drifted from the header stops
-the script (exit 1) before a kernel reads garbage.
+/usr/local/cuda/include on x86-64 Linux: 120 bytes since version 2 appended k_scale and v_scale,
+L10_STEP_OFFSETS below). The script compares ctypes' layout with those numbers before it calls
+anything, and also asks the library: it hands l10_step_check() (a host function) a valid step and
+then that step with one field at a time made bad, and each refusal must name the field it changed
+(and, with a library that has version 2, that one of k_scale and v_scale set without the other
+is refused, both set accepted); a struct that drifted from the header stops the script (exit 1)
+before a kernel reads garbage.
 
 Exit status: 0, 1 (a MISMATCH, a lesson kernel's error, a struct that does not match the library),
 2 (a bad option), 77 (cannot run here: no torch, no CUDA GPU, or no lesson 10 in the library; said
@@ -109,6 +146,8 @@ import time
 
 SKIPPED = 77          # exit status of a run that cannot happen here (ctest's SKIP_RETURN_CODE)
 TOL = 2e-2            # largest |O - reference| that passes
+FP8_TOL = 5e-2        # largest relative L2 error of the FP8 row's O that passes (e4m3 rounding)
+L10_FP8_MIN_BLOCK = 16  # serving_decode.h: version 2's pages hold at least 16 tokens
 HOST_RUNS = 10        # back-to-back calls whose mean is host_us
 L10_MAX_DRAFT = 16    # serving_decode.h: the most draft tokens per sequence and step
 L07_MAX_SEQ_Q = 8     # L06_MAX_SEQ_Q (flash_decoding.h): lesson 07's launchers take 1..8 queries
@@ -131,8 +170,9 @@ except ImportError:
 
 class L10Step(ctypes.Structure):
     """l10_step (lessons/10_serving_decode/serving_decode.h), field for field: eight device
-    pointers, eight ints, the mask (enum l10_mask, an int) and the scale (a float). The pointers
-    are declared void * here; their C types (const int *, const uint32_t *) have the same size."""
+    pointers, eight ints, the mask (enum l10_mask, an int), the scale (a float), then the FP8
+    cache's two scale pointers (version 2; NULL for the bf16 cache). The pointers are declared
+    void * here; their C types (const int *, const uint32_t *, const float *) have the same size."""
     _fields_ = [("q", ctypes.c_void_p),            # [total_q, heads, dim] bf16
                 ("q_start", ctypes.c_void_p),      # [batch] int32
                 ("q_lens", ctypes.c_void_p),       # [batch] int32
@@ -150,7 +190,11 @@ class L10Step(ctypes.Structure):
                 ("max_blocks", ctypes.c_int),
                 ("block_size", ctypes.c_int),
                 ("mask", ctypes.c_int),            # l10_mask: NONE 0, CAUSAL 1, TREE 2
-                ("scale", ctypes.c_float)]
+                ("scale", ctypes.c_float),
+                # version 2's FP8 cache: [num_blocks, kv_heads, block_size] fp32, the scale of each
+                # key row of k_cache / v_cache (then e4m3 codes); NULL for the bf16 cache
+                ("k_scale", ctypes.c_void_p),
+                ("v_scale", ctypes.c_void_p)]
 
 
 # sizeof(l10_step) and offsetof(l10_step, field), printed by this C program against the header
@@ -160,15 +204,17 @@ class L10Step(ctypes.Structure):
 #     #include <stddef.h>
 #     #include "serving_decode.h"
 #     #define F(x) printf("%s %zu\n", #x, offsetof(l10_step, x));
-#     int main(void) { printf("sizeof %zu\n", sizeof(l10_step)); F(q) F(q_start) ... F(scale) }
+#     int main(void) { printf("sizeof %zu\n", sizeof(l10_step)); F(q) F(q_start) ... F(v_scale) }
 # The library exports no sizeof; re-run that program when the header's struct changes, and update
 # L10Step and these numbers together. layout_errors() compares ctypes' layout with them and
-# probe_layout() asks the library's l10_step_check() which field each value landed in.
-L10_STEP_SIZE = 104
+# probe_layout() asks the library's l10_step_check() which field each value landed in. Version 2
+# appended k_scale and v_scale after the float scale (100..103): no padding, 104 and 112, and
+# sizeof 120 (104 before); the program above, re-run against the header with them, printed these.
+L10_STEP_SIZE = 120
 L10_STEP_OFFSETS = {"q": 0, "q_start": 8, "q_lens": 16, "tree": 24, "k_cache": 32, "v_cache": 40,
                     "block_table": 48, "seq_lens": 56, "batch": 64, "heads": 68, "kv_heads": 72,
                     "dim": 76, "max_q": 80, "max_seq_kv": 84, "max_blocks": 88, "block_size": 92,
-                    "mask": 96, "scale": 100}
+                    "mask": 96, "scale": 100, "k_scale": 104, "v_scale": 112}
 
 
 def layout_errors():
@@ -186,25 +232,36 @@ def layout_errors():
     return errs
 
 
-def probe_layout(lib):
+def probe_layout(lib, scales=True):
     """Asks l10_step_check() (host only, it reads no device memory) about a valid step and then
     about that step with one field at a time made bad: each refusal must name the field changed.
-    Returns [] when every field is where the library reads it, else what went wrong."""
+    With @p scales (a library with version 2), also the FP8 cache's two pointers: the valid step
+    with both set must pass, and with one of them alone must be refused as "k_scale and v_scale:
+    both set ... or both NULL" (so the library sees each where L10Step puts it). Returns [] when
+    every field is where the library reads it, else what went wrong."""
     def good():  # dummy non-NULL pointers: the check never dereferences them
         return L10Step(q=16, q_start=32, q_lens=48, tree=None, k_cache=64, v_cache=80,
                        block_table=96, seq_lens=112, batch=2, heads=8, kv_heads=2, dim=128,
                        max_q=4, max_seq_kv=100, max_blocks=7, block_size=16,
-                       mask=MASKS["causal"], scale=0.125)
+                       mask=MASKS["causal"], scale=0.125, k_scale=None, v_scale=None)
     bad = [("batch", 0, "batch"), ("heads", 0, "heads"), ("kv_heads", 0, "kv_heads"),
            ("dim", 96, "dim"), ("max_q", 0, "max_q"), ("max_seq_kv", 3, "max_seq_kv"),
            ("block_size", 24, "block_size"), ("max_blocks", 6, "max_blocks"),
            ("mask", 7, "mask"), ("mask", MASKS["tree"], "tree"), ("scale", -1.0, "scale")]
     bad += [(p, None, p) for p in ("q", "q_start", "q_lens", "k_cache", "v_cache",
                                    "block_table", "seq_lens")]
+    if scales:  # one scale pointer without the other: the refusal names both, k_scale first
+        bad += [("k_scale", 128, "k_scale"), ("v_scale", 144, "k_scale")]
     errs = []
     buf = ctypes.create_string_buffer(256)
     if lib.l10_step_check(ctypes.byref(good()), buf, len(buf)) != 0:
         return [f"a valid step refused: {buf.value.decode(errors='replace')}"]
+    if scales:
+        s = good()
+        s.k_scale, s.v_scale = 128, 144
+        if lib.l10_step_check(ctypes.byref(s), buf, len(buf)) != 0:
+            return [f"a valid FP8 step (k_scale and v_scale set) refused: "
+                    f"{buf.value.decode(errors='replace')}"]
     for field, value, named in bad:
         s = good()
         setattr(s, field, value)
@@ -231,6 +288,26 @@ def load_lib(path):
         f.restype = i
         f.argtypes = [sp, vp, vp, vp, sz, vp]
     return lib
+
+
+def fp8_symbols(lib):
+    """Declares version 2's entry points (l10_fp8_append, l10_fp8_d64 / _d128); returns None, or
+    why the library has none (a build from before version 2: its FP8 rows are skipped, the rest
+    runs)."""
+    i, sz, vp = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p
+    try:
+        f = lib.l10_fp8_append
+        # (k_new, v_new, slots, n_tokens, kv_heads, dim, block_size, k8, v8, k_scale, v_scale,
+        #  stream) -> cudaError_t
+        f.restype = i
+        f.argtypes = [vp, vp, vp, i, i, i, i, vp, vp, vp, vp, vp]
+        for dim in (64, 128):
+            f = getattr(lib, f"l10_fp8_d{dim}")  # as l10_draft_d{dim}
+            f.restype = i
+            f.argtypes = [ctypes.POINTER(L10Step), vp, vp, vp, sz, vp]
+    except AttributeError as e:
+        return f"the library has no version 2 ({e}; built before the FP8 cache)"
+    return None
 
 
 def missing(lib_path):
@@ -388,6 +465,13 @@ def main():
                     help="HBM peak in GB/s for pct_hbm (default: 2 x memory clock x bus width)")
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson10.csv (default: $PEERS_OUT; neither: no CSV)")
+    ap.add_argument("--fp8", dest="fp8", action="store_true", default=True,
+                    help="measure l10-v2-fp8, lesson 10's version 2 over an e4m3 copy of each "
+                         f"pool (the default; skipped, and said so, with --block-size below "
+                         f"{L10_FP8_MIN_BLOCK}, below compute capability 8.9, or a library "
+                         "without version 2)")
+    ap.add_argument("--no-fp8", dest="fp8", action="store_false",
+                    help="no l10-v2-fp8 rows, and no FP8 pools")
     a = ap.parse_args()
 
     dims, batches, kvs, tokens = ints(a.dims), ints(a.batches), ints(a.kvs), ints(a.tokens)
@@ -414,10 +498,19 @@ def main():
     if why:
         print(f"lesson10_peers: skipped: {why}")
         return SKIPPED
-    errs = probe_layout(lib)
+    errs = probe_layout(lib, scales=fp8_symbols(lib) is None)
     if errs:
         print("lesson10_peers: L10Step does not match the library's l10_step: " + "; ".join(errs))
         return 1
+    fp8_why = fp8_symbols(lib)  # None: the library has version 2 (its entry points declared)
+    if not a.fp8:
+        fp8_why = None
+    elif a.block_size < L10_FP8_MIN_BLOCK:
+        fp8_why = (f"block size {a.block_size}: version 2 reads 16-key tiles from one page "
+                   f"(L10_FP8_MIN_BLOCK {L10_FP8_MIN_BLOCK})")
+    elif fp8_why is None and torch.cuda.get_device_capability() < (8, 9):
+        fp8_why = (f"{torch.cuda.get_device_name()} is below compute capability 8.9 (no e4m3 "
+                   "conversions: l10_fp8_append returns cudaErrorNotSupported)")
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference's products in true fp32
 
     dev = torch.cuda.get_device_properties(0)
@@ -426,6 +519,16 @@ def main():
           f"{torch.__version__}, cuDNN {torch.backends.cudnn.version()}; bf16; {a.heads} query "
           f"heads, {a.kv_heads} KV heads, block size {a.block_size}; l10_step {L10_STEP_SIZE} "
           f"bytes, layout confirmed by l10_step_check", flush=True)
+    if not a.fp8:
+        print("FP8 cache (l10-v2-fp8): off (--no-fp8)", flush=True)
+    elif fp8_why:
+        print(f"FP8 cache (l10-v2-fp8): skipped, a CSV row per step says so: {fp8_why}",
+              flush=True)
+    else:
+        print("FP8 cache (l10-v2-fp8): an e4m3 copy of each pool (l10_fp8_append), its TB/s of "
+              "the bytes it reads (2 x sum(lengths) x kv_heads x (dim + 4)), vs_bf16 its speed "
+              "over l10-v1-draft's at the same step; checked by relative L2 error (FP8 "
+              f"rounding), MISMATCH above {FP8_TOL:g}", flush=True)
     fe, handle, fe_note = cudnn_handle(ROOT)
     print(f"cuDNN peer: {fe_note}" if fe is not None else
           f"cuDNN peer: UNAVAILABLE, its rows are errors: {fe_note}", flush=True)
@@ -449,7 +552,8 @@ def main():
     env = argparse.Namespace(a=a, lib=lib, fe=fe, fe_note=fe_note, handle=handle, out=out,
                              flush=flush_then_busy, peak=peak, status=0, one={}, masks=masks,
                              tokens=tokens, tokens_run=sorted(set(tokens) | {1}),
-                             stream=ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+                             stream=ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
+                             fp8=a.fp8, fp8_why=fp8_why, ms={})
     table = []
     for dim in dims:
         for batch in batches:
@@ -470,28 +574,41 @@ def main():
                 torch.cuda.empty_cache()
     out.close()
 
-    print("\nTB/s of the K + V the lengths need (2 x sum(lengths) x kv_heads x dim x 2 bytes); "
-          "%hbm and vs1 (rate over the one-token rate) of lesson 10's version 1;\n"
+    fp8 = a.fp8 and not fp8_why  # the FP8 columns
+    print("\nTB/s of the bf16 K + V the lengths need (2 x sum(lengths) x kv_heads x dim x 2 "
+          "bytes); %hbm and vs1 (rate over the one-token rate) of lesson 10's version 1;\n"
           "l07: lesson 07's version 5 (T <= 8, no tree); cudnn: cuDNN's paged graph (no tree); "
-          "ratios: lesson 10 over each")
+          "ratios: lesson 10 over each" +
+          (";\nfp8: lesson 10's version 2 over the e4m3 cache, TB/s and %hbm8 of the bytes it "
+           "reads (2 x sum(lengths) x kv_heads x (dim + 4)), fp8/v1 its speed over version 1's "
+           "(time of v1 over time of fp8)" if fp8 else ""))
     print(f"{'dim':>4} {'mask':>6} {'batch':>5} {'kv':>7} {'T':>3} {'l10':>6} {'%hbm':>5} "
-          f"{'vs1':>5} {'l07':>6} {'cudnn':>6} {'l10/l07':>7} {'l10/cudnn':>9}")
+          f"{'vs1':>5} {'l07':>6} {'cudnn':>6} {'l10/l07':>7} {'l10/cudnn':>9}" +
+          (f" {'fp8':>6} {'%hbm8':>5} {'fp8/v1':>6}" if fp8 else ""))
 
     def cell(x, width, prec=2):
         return f"{x:>{width}.{prec}f}" if x else f"{'-':>{width}}"
+
+    def pct_of(x):
+        return 100.0 * x * 1e3 / peak if x and peak == peak else None
     for dim, mask, batch, skv, t, res in table:
         ours, l7, cd = res.get("l10"), res.get("l07"), res.get("cudnn")
         one = env.one.get((dim, mask, batch, skv))
+        f8 = res.get("fp8")
         print(f"{dim:>4} {mask:>6} {batch:>5} {skv:>7} {t:>3} {cell(ours, 6)} "
-              f"{cell(ours and 100.0 * ours * 1e3 / peak if peak == peak else None, 5, 1)} "
+              f"{cell(pct_of(ours), 5, 1)} "
               f"{cell(ours and one and ours / one, 5)} {cell(l7, 6)} {cell(cd, 6)} "
-              f"{cell(ours and l7 and ours / l7, 7)} {cell(ours and cd and ours / cd, 9)}")
+              f"{cell(ours and l7 and ours / l7, 7)} {cell(ours and cd and ours / cd, 9)}" +
+              (f" {cell(f8, 6)} {cell(pct_of(f8), 5, 1)} {cell(res.get('fp8x'), 6)}"
+               if fp8 else ""))
     return env.status
 
 
 def measure_shape(env, dim, batch, skv):
-    """One pool of K and V for (dim, batch, seq_kv); every mask and token count on it. Returns
-    rows (dim, mask, batch, seq_kv, tokens, {"l10" | "l07" | "cudnn": TB/s})."""
+    """One pool of K and V for (dim, batch, seq_kv), and its FP8 copy (fp8_pools) unless the FP8
+    rows are off or skipped; every mask and token count on it. Returns rows (dim, mask, batch,
+    seq_kv, tokens, {"l10" | "l07" | "cudnn" | "fp8": TB/s, "fp8x": version 2's speed over
+    version 1})."""
     a, hkv, bs = env.a, env.a.kv_heads, env.a.block_size
     lens = [skv] * batch
     seed = batch * 1000003 + hkv * 1009 + skv + dim
@@ -515,7 +632,21 @@ def measure_shape(env, dim, batch, skv):
                              pool_v=pool_v, table=table, max_blocks=max_blocks, seqs=seqs,
                              full=full, k_ref=k_ref, v_ref=v_ref,
                              lens_dev=torch.tensor(lens, device="cuda", dtype=torch.int32),
-                             bytes=2 * sum(lens) * hkv * dim * 2)
+                             bytes=2 * sum(lens) * hkv * dim * 2,
+                             fp8_bytes=2 * sum(lens) * hkv * (dim + 4),
+                             fp8=None, fp8_skip=None, fp8_err=None)
+    if env.fp8 and not env.fp8_why:
+        try:
+            ctx.fp8 = fp8_pools(env, pool_k, pool_v)
+        except torch.cuda.OutOfMemoryError as e:  # before RuntimeError: it is one
+            ctx.fp8_skip = f"out of memory for the FP8 pools ({str(e).splitlines()[0]})"
+        except RuntimeError as e:  # the append's error code, or scales it left unwritten
+            ctx.fp8_err = f"building the FP8 pools: {e}"
+        if ctx.fp8_skip or ctx.fp8_err:
+            torch.cuda.empty_cache()  # here: the exception (and the frame it holds) is gone
+            print(f"l10 impl=l10-v2-fp8 dim={dim} batch={batch} seq_kv={skv} "
+                  f"{'skipped: ' + ctx.fp8_skip if ctx.fp8_skip else 'error=' + ctx.fp8_err}",
+                  flush=True)
     rows = []
     for mask in env.masks:
         for t in env.tokens_run:
@@ -527,9 +658,56 @@ def measure_shape(env, dim, batch, skv):
     return rows
 
 
+def fp8_pools(env, pool_k, pool_v):
+    """Version 2's cache: e4m3 copies of the bf16 pools, written by l10_fp8_append as a server's
+    quantise-on-append would write them, with k_new / v_new the bf16 pools themselves viewed as
+    [num_blocks * block_size, kv_heads, dim] rows and slot s = block * block_size + row for row s:
+    the same page, the same place in it, so the block table serves both caches. Only the slots a
+    token owns are appended; the others (NaN in the bf16 pools: the spare pages and the tail of
+    each sequence's last page) get slot -1, which the append skips, and keep the poison they are
+    created with, code 0x7f (an e4m3 NaN) and a NaN scale. A kernel that used one of those slots
+    as a key, or multiplied a NaN scale into a row past a sequence's end instead of zero-filling
+    it (as it does: rows at or past the end are zero-filled, codes and scales), prints NaN and
+    fails the check, as the bf16 pools' NaN catch version 1. (Appended, a NaN row would quantise
+    to whatever the append makes of it, today amax 0, since fmaxf drops NaN: scale 0 and codes
+    0x7f, NaN on read as well; slot -1 keeps the poison from depending on that, and keeps
+    non-finite values away from a quantiser documented for finite ones.) Returns a namespace k8,
+    v8 ([num_blocks, block_size, kv_heads, dim] uint8) and k_scale, v_scale ([num_blocks,
+    kv_heads, block_size] fp32)."""
+    lib, stream = env.lib, env.stream
+    nb, bs, hkv, dim = pool_k.shape
+    n = nb * bs
+    if n > 2**31 - 1:
+        raise RuntimeError(f"{n} slots: more than l10_fp8_append's int count")
+    owned = ~torch.isnan(pool_k.view(n, hkv * dim)[:, 0])  # make_pools: an unowned slot is all NaN
+    slots = torch.arange(n, device="cuda", dtype=torch.int32).masked_fill_(~owned, -1)
+    n_owned = int(owned.sum())
+    del owned
+    k8 = torch.full((nb, bs, hkv, dim), 0x7F, device="cuda", dtype=torch.uint8)
+    v8 = torch.full_like(k8, 0x7F)
+    k_scale = torch.full((nb, hkv, bs), float("nan"), device="cuda", dtype=torch.float32)
+    v_scale = torch.full_like(k_scale, float("nan"))
+    # token t of k_new / v_new (the pools as [n, kv_heads, dim]) into slot slots[t]: t or -1
+    err = lib.l10_fp8_append(pool_k.data_ptr(), pool_v.data_ptr(), slots.data_ptr(), n, hkv, dim,
+                             bs, k8.data_ptr(), v8.data_ptr(), k_scale.data_ptr(),
+                             v_scale.data_ptr(), stream)
+    if err != 0:
+        raise RuntimeError(f"l10_fp8_append returned CUDA error {err}")
+    torch.cuda.synchronize()
+    # every owned row got a scale above 0 (its values are randn, never all zero), and the
+    # unowned kept their NaN (NaN > 0 is false)
+    got = int((k_scale > 0).sum()) + int((v_scale > 0).sum())
+    if got != 2 * n_owned * hkv:
+        raise RuntimeError(f"after l10_fp8_append {got} scales are above 0, expected "
+                           f"{2 * n_owned * hkv} (one per owned key row of K and of V)")
+    del slots
+    return argparse.Namespace(k8=k8, v8=v8, k_scale=k_scale, v_scale=v_scale)
+
+
 def measure_step(env, ctx, mask, t):
-    """Lesson 10, lesson 07 and cuDNN on one step (mask, t draft tokens per sequence) over the
-    shape's pool; returns {"l10" | "l07" | "cudnn": TB/s} of those that ran."""
+    """Lesson 10 (version 1, and version 2 over the FP8 copy), lesson 07 and cuDNN on one step
+    (mask, t draft tokens per sequence) over the shape's pool; returns {"l10" | "l07" | "cudnn" |
+    "fp8": TB/s, "fp8x": version 1's time over version 2's} of those that ran."""
     a, lib = env.a, env.lib
     heads, hkv, bs, dim, batch, skv = a.heads, a.kv_heads, a.block_size, ctx.dim, ctx.batch, ctx.skv
     total_q = batch * t
@@ -553,13 +731,14 @@ def measure_step(env, ctx, mask, t):
     where = f"dim={dim} batch={batch} seq_kv={skv} tokens={t} mask={mask}"
     mask_text = {"none": "no mask (every key)", "causal": "causal mask (bottom-right)",
                  "tree": "tree mask (a binary tree, each token its path to the root)"}[mask]
-    tail = (f"; {t} draft token{'s' if t > 1 else ''} per sequence, {mask_text}; equal lengths "
-            f"(every sequence seq_kv keys, the draft tokens' included); TB/s of the K + V the "
-            f"lengths need")
+    steps = (f"; {t} draft token{'s' if t > 1 else ''} per sequence, {mask_text}; equal lengths "
+             f"(every sequence seq_kv keys, the draft tokens' included)")
+    tail = (f"{steps}; TB/s of the bf16 K + V the lengths need (bytes: 2 x sum(lengths) x "
+            f"kv_heads x dim x 2)")
     paged = (f"paged draft-token decode, block size {bs}, pages shuffled in a pool with a quarter "
              f"spare, NaN in unowned slots")
 
-    chk = {"ref": None, "rows": None, "full": None, "seqs": ctx.seqs}
+    chk = {"ref": None, "rows": None, "full": None, "seqs": ctx.seqs, "rel": {}}
     if ctx.seqs:
         chk["ref"] = reference(q, ctx.k_ref, ctx.v_ref, t, ctx.seqs, mask, words, scale)
         if not ctx.full:
@@ -567,35 +746,71 @@ def measure_step(env, ctx, mask, t):
                                        device="cuda", dtype=torch.long)
     res = {}
 
-    # lesson 10's version 1
-    step = L10Step(q=q.data_ptr(), q_start=q_start.data_ptr(), q_lens=q_lens.data_ptr(),
+    # lesson 10's version 1: the bf16 cache, no scales
+    step_kw = dict(q=q.data_ptr(), q_start=q_start.data_ptr(), q_lens=q_lens.data_ptr(),
                    tree=tree.data_ptr() if tree is not None else None,
                    k_cache=pool_k.data_ptr(), v_cache=pool_v.data_ptr(),
                    block_table=table.data_ptr(), seq_lens=ctx.lens_dev.data_ptr(), batch=batch,
                    heads=heads, kv_heads=hkv, dim=dim, max_q=t, max_seq_kv=skv,
-                   max_blocks=max_blocks, block_size=bs, mask=MASKS[mask], scale=scale)
+                   max_blocks=max_blocks, block_size=bs, mask=MASKS[mask], scale=scale,
+                   k_scale=None, v_scale=None)
+    step = L10Step(**step_kw)
 
-    def l10_make():
-        why = step_refusal(lib, step)
+    def draft_make(st, fname):
+        """(run, note) of a lesson 10 launcher (l10_draft_d* or l10_fp8_d*) on step st."""
+        why = step_refusal(lib, st)
         if why:
             raise RuntimeError(f"l10_step_check refused the step: {why}")
-        ws_bytes = lib.l10_draft_workspace_bytes(ctypes.byref(step))
+        # after the scales are in the step: the workspace depends on them
+        ws_bytes = lib.l10_draft_workspace_bytes(ctypes.byref(st))
         # the chunks' partial states; nothing is kept there between calls
         ws = torch.zeros(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
-        fn, sp = getattr(lib, f"l10_draft_d{dim}"), ctypes.byref(step)
+        fn, sp = getattr(lib, fname), ctypes.byref(st)
 
         def run():
             err = fn(sp, o.data_ptr(), lse.data_ptr(), ws.data_ptr(), ws_bytes, stream)
             if err != 0:
-                raise RuntimeError(f"l10_draft_d{dim} returned CUDA error {err}")
+                raise RuntimeError(f"{fname} returned CUDA error {err}")
         return run, f"; workspace {ws_bytes} bytes"
     what = f"{paged}, lesson 10's version 1 (draft-tiles){tail}"
     if not requested:
         what = f"{paged}, lesson 10's version 1, the one-token reference rate{tail}"
-    res["l10"] = run_impl(env, chk, "l10-v1-draft", mask, o, what, shape, where, True, l10_make,
-                          key, t)
+    res["l10"] = run_impl(env, chk, "l10-v1-draft", mask, o, what, shape, where, True,
+                          lambda: draft_make(step, f"l10_draft_d{dim}"), key, t)
     if not requested:
         return {n: x for n, x in res.items() if x}
+
+    # lesson 10's version 2: the same step over the e4m3 copy of the pools (fp8_pools), its
+    # figure the bytes it reads: codes and one fp32 scale per key row, K and V
+    if env.fp8:
+        name = "l10-v2-fp8"
+        shape8 = dict(shape, dtype="e4m3", bytes=int(ctx.fp8_bytes))
+        what = (f"{paged} (the pool's e4m3 copy, written by l10_fp8_append from the same bf16 "
+                f"values; unowned slots code 0x7f and scale NaN), lesson 10's version 2 "
+                f"(fp8-cache), Q and O bf16{steps}; TB/s of the FP8 K + V it reads (bytes: 2 x "
+                f"sum(lengths) x kv_heads x (dim + 4): e4m3 codes and one fp32 scale per key "
+                f"row), not the bf16 bytes of the other rows")
+        skip = env.fp8_why or ctx.fp8_skip
+        if skip:
+            print(f"l10 impl={name} {where} skipped: {skip}", flush=True)
+            env.out.row(impl=f"{name}-{mask}", what=what, check=f"skipped: {skip}"[:200],
+                        **shape8)
+        else:
+            def fp8_make():
+                if ctx.fp8_err:
+                    raise RuntimeError(ctx.fp8_err)
+                f8 = ctx.fp8
+                st = L10Step(**dict(step_kw, k_cache=f8.k8.data_ptr(), v_cache=f8.v8.data_ptr(),
+                                    k_scale=f8.k_scale.data_ptr(),
+                                    v_scale=f8.v_scale.data_ptr()))
+                run, note = draft_make(st, f"l10_fp8_d{dim}")
+                run.step = st  # the struct lives as long as the run that points at it
+                return run, note
+            res["fp8"] = run_impl(env, chk, name, mask, o, what, shape8, where, True, fp8_make,
+                                  key, t, checker=check_fp8, vs="l10-v1-draft")
+            v1 = env.ms.get(("l10-v1-draft", key, t))
+            f8 = env.ms.get((name, key, t))
+            res["fp8x"] = v1 / f8 if v1 and f8 else None
 
     # lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q for equal counts
     name = "l07-v5-balance"
@@ -639,10 +854,20 @@ def measure_step(env, ctx, mask, t):
     return {n: x for n, x in res.items() if x}
 
 
+def rel_l2(x, ref):
+    """||x - ref|| / ||ref|| over every element, in fp32 (NaN when x holds a NaN)."""
+    x = x.float()
+    num = torch.linalg.vector_norm(x - ref).item()
+    den = torch.linalg.vector_norm(ref).item()
+    return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
+
+
 def check_o(chk, name, o):
-    """(check, max_abs or None, text for the line): o against the fp32 reference (all rows, or the
-    sampled sequences' rows), and against the first implementation's O when the fp32 reference
-    does not cover every row (that implementation becomes it when there is none yet)."""
+    """(check, max_abs or None, text for the line, note for the CSV's what): o against the fp32
+    reference (all rows, or the sampled sequences' rows), and against the first implementation's O
+    when the fp32 reference does not cover every row (that implementation becomes it when there is
+    none yet). The relative L2 error against fp32 is kept in chk["rel"][name] (the FP8 row prints
+    version 1's beside its own)."""
     bad, diffs, said, became = False, [], "", False
     finite = bool(torch.isfinite(o).all())
     if not finite:
@@ -650,6 +875,7 @@ def check_o(chk, name, o):
     if chk["ref"] is not None:
         got = o if chk["rows"] is None else o.index_select(0, chk["rows"])
         d = (got.float() - chk["ref"]).abs().max().item()
+        chk["rel"][name] = rel_l2(got, chk["ref"])
         diffs.append(d)
         said += f" max_abs_vs_fp32={d:.2e}"
         if chk["rows"] is not None:
@@ -670,13 +896,52 @@ def check_o(chk, name, o):
     if diffs:
         worst = float("nan") if any(d != d for d in diffs) else max(diffs)
     if bad:
-        return "MISMATCH", worst, said + " MISMATCH"
-    return ("reference" if became and chk["ref"] is None else "ok"), worst, said
+        return "MISMATCH", worst, said + " MISMATCH", ""
+    return ("reference" if became and chk["ref"] is None else "ok"), worst, said, ""
 
 
-def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, tokens):
-    """Builds one implementation (make() -> (run, note)), checks its O, times it, prints and
-    records it (CSV impl: impl-mask). Returns its TB/s, or None when it failed; a mismatch, or an
+def check_fp8(chk, name, o):
+    """check_o() for the FP8 row: e4m3 keeps 3 mantissa bits, so each K and V value is off by up
+    to 2^-4 of itself and O by a few percent (about 3-4e-2 relative L2 for N(0, 1) K and V), far
+    past the bf16 rows' 2e-2 max-abs. The figure is the relative L2 error of O against the fp32
+    reference (the sampled rows), and against the first implementation's O (version 1's) on the
+    rows fp32 does not cover; MISMATCH above FP8_TOL, or for a NaN or inf anywhere in O. max_abs
+    is reported, not judged. This O never becomes the reference of the other rows."""
+    bad, said, note, worst = False, "", "", None
+    finite = bool(torch.isfinite(o).all())
+    if not finite:
+        bad, said = True, " non-finite O"
+    v1 = chk["rel"].get("l10-v1-draft-" + name.rsplit("-", 1)[-1])
+    if chk["ref"] is not None:
+        got = o if chk["rows"] is None else o.index_select(0, chk["rows"])
+        r = rel_l2(got, chk["ref"])
+        worst = (got.float() - chk["ref"]).abs().max().item()
+        bf = f"{v1:.2e}" if v1 is not None else "n/a"
+        said += f" fp8 rel_l2={r:.2e} (l10-v1-draft rel_l2={bf}) max_abs_vs_fp32={worst:.2e}"
+        if chk["rows"] is not None:
+            said += f" (sequences {','.join(str(b) for b in chk['seqs'])})"
+        note = (f"; relative L2 error of O against fp32 {r:.2e} (version 1's {bf}), passes at "
+                f"{FP8_TOL:g} or below")
+        bad |= not r <= FP8_TOL  # NaN fails too
+    if chk["ref"] is None or chk["rows"] is not None:
+        if chk["full"] is not None:
+            r = rel_l2(o, chk["full"][1])
+            said += f" rel_l2_vs_{chk['full'][0]}={r:.2e}"
+            note += f"; relative L2 error against {chk['full'][0]} on every row {r:.2e}"
+            bad |= not r <= FP8_TOL
+        else:
+            said += " (no reference for the rows fp32 does not cover)"
+    if bad:
+        return "MISMATCH", worst, said + " MISMATCH", note
+    return "ok", worst, said, note
+
+
+def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, tokens,
+             checker=check_o, vs=None):
+    """Builds one implementation (make() -> (run, note)), checks its O (checker: check_o, or
+    check_fp8), times it, prints and records it (CSV impl: impl-mask). The line's ratio is
+    vs_one_token, or with vs (an impl name) vs_bf16: that impl's median time at this step over
+    this one's. Returns its TB/s (of shape["bytes"]), or None when it failed; a mismatch, or an
     error of a lesson kernel (ours), sets env.status."""
     a, name = env.a, f"{impl}-{mask}"
     try:
@@ -685,7 +950,8 @@ def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, token
         o.fill_(float("nan"))  # poison: a row the run leaves unwritten shows
         fn()
         torch.cuda.synchronize()
-        check, diff, said = check_o(chk, name, o)
+        check, diff, said, check_note = checker(chk, name, o)
+        what = what + check_note
         if check == "MISMATCH":
             env.status = 1
         ms, best = timings(fn, env.flush, a.iters, a.warmup)
@@ -694,14 +960,22 @@ def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, token
             fn()
         host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
         torch.cuda.synchronize()
+        env.ms[(impl, key, tokens)] = ms
         tbs = shape["bytes"] / (ms * 1e-3) / 1e12
         pct = 100.0 * tbs * 1e3 / env.peak if env.peak == env.peak else float("nan")
         if impl == "l10-v1-draft" and tokens == 1:
             env.one[key] = tbs
-        one = env.one.get(key)
-        vs = f"{tbs / one:.2f}" if one else "n/a"
+        if vs is None:
+            one = env.one.get(key)
+            ratio = f"vs_one_token={tbs / one:.2f}" if one else "vs_one_token=n/a"
+        else:
+            other = env.ms.get((vs, key, tokens))
+            ratio = f"vs_bf16={other / ms:.2f}" if other else "vs_bf16=n/a"
+            if other:
+                what += (f"; {other / ms:.2f}x the speed of {vs} at this step ({other:.5f} ms "
+                         f"against {ms:.5f} ms)")
         print(f"l10 impl={impl} {where} us={ms * 1e3:.1f} tbs={tbs:.3f} pct_hbm={pct:.1f} "
-              f"vs_one_token={vs} host_us={host_us:.1f}{said}{note}", flush=True)
+              f"{ratio} host_us={host_us:.1f}{said}{note}", flush=True)
         env.out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
                     gbs=f"{tbs * 1e3:.1f}", pct_hbm=f"{pct:.1f}", check=check,
                     max_abs=f"{diff:.3e}" if diff is not None else None, **shape)

@@ -1,5 +1,6 @@
-/* Version 1's plan on the host: the chunk every sequence is cut by, the workspace that holds the
- * chunks' partial states, and the launcher for a head dimension. Nothing here reads the lengths:
+/* Versions 1 and 2's plan on the host: the chunk every sequence is cut by, the workspace that
+ * holds the chunks' partial states (version 2's occupancy when the step has an FP8 cache), and
+ * the launchers for a head dimension. Nothing here reads the lengths:
  * the plan is made from the batch and the limits, so that a captured launch stays valid when the
  * lengths change. */
 #include <limits.h>
@@ -9,7 +10,8 @@
 int l10_draft_chunk(const l10_step *s) {
   const int units = l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
   const long long blocks = (long long)s->batch * s->kv_heads * units;
-  const int per_sm = s->dim == 64 ? l10_draft_per_sm_d64() : l10_draft_per_sm_d128();
+  const int per_sm = s->k_scale ? (s->dim == 64 ? l10_fp8_per_sm_d64() : l10_fp8_per_sm_d128())
+                                : (s->dim == 64 ? l10_draft_per_sm_d64() : l10_draft_per_sm_d128());
   const long long slots = (long long)l06_sm_count() * per_sm;
   /* l06_num_splits(): one wave of blocks, chunks of at least L06_MIN_CHUNK keys */
   const int splits =
@@ -33,5 +35,13 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
   if (!s) return cudaErrorInvalidValue;
   if (s->dim == 64) return l10_draft_d64(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 128) return l10_draft_d128(s, o, lse, workspace, workspace_bytes, stream);
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
+                    cudaStream_t stream) {
+  if (!s) return cudaErrorInvalidValue;
+  if (s->dim == 64) return l10_fp8_d64(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 128) return l10_fp8_d128(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
 }

@@ -18,9 +18,12 @@
  *  1. draft-tiles: lesson 07's version 5 with the query rows of a KV head's group and its draft
  *     tokens (up to L10_UNIT_ROWS rows) in one block: four 16-row tensor-core tiles share every K
  *     and V tile the block loads, so the keys are read from memory once for up to 64 rows.
+ *  2. fp8-cache: version 1 over an FP8 cache: e4m3 codes with a scale per key row, written by a
+ *     quantise-on-append kernel, widened to f16 in registers for the same mma.sync.
  *  The program's table runs version 1 twice, with the shape's mask (none or causal) and with a
- *  binary tree of draft tokens (draft-tree), then lesson 07's version 5 on the same cache and
- *  values as the yardstick (l07-balance: equal counts of at most 8 tokens, no tree).
+ *  binary tree of draft tokens (draft-tree), version 2 with the shape's mask (fp8-cache), then
+ *  lesson 07's version 5 on the same cache and values as the yardstick (l07-balance: equal counts
+ *  of at most 8 tokens, no tree).
  *
  * Every length and count is read on the device: the grid depends only on the batch and the limits
  * (max_q, max_seq_kv), so one launch can be captured in a CUDA graph and replayed after the
@@ -46,8 +49,13 @@ extern "C" {
 #define L10_MAX_DRAFT 16
 /** Query rows (query heads of a KV group x draft tokens) one block holds: four 16-row tiles. */
 #define L10_UNIT_ROWS 64
-/** Rows of the lesson's table: version 1 with the shape's mask, with a tree, and the yardstick. */
-#define L10_VERSIONS 3
+/** Rows of the lesson's table: version 1 with the shape's mask, with a tree, version 2 (the FP8
+ * cache), and the yardstick. */
+#define L10_VERSIONS 4
+/** The largest finite e4m3 magnitude: a key row's largest |x| is written as this code. */
+#define L10_E4M3_MAX 448.0f
+/** Version 2 reads a 16-key tile from one page: its pages hold at least this many tokens. */
+#define L10_FP8_MIN_BLOCK 16
 
 /** One decode step over a paged cache: device pointers, and the limits the grid is made from. */
 typedef struct l10_step {
@@ -70,6 +78,12 @@ typedef struct l10_step {
   int block_size;         /**< tokens per page, a power of two */
   l10_mask mask;          /**< what the draft tokens see of each other */
   float scale;            /**< softmax scale */
+  /** An FP8 cache (version 2): k_cache and v_cache hold e4m3 codes, one byte per value, laid out
+   * as the bf16 pools, and these are their scales, `[num_blocks, kv_heads, block_size]` fp32: the
+   * value of K in slot s of page p, KV head h, is code x k_scale[(p * kv_heads + h) * block_size +
+   * s] (l10_fp8_append() writes both). NULL for a bf16 cache (version 1). */
+  const float *k_scale;
+  const float *v_scale; /**< the same for V */
 } l10_step;
 
 /* l10_mask, l10_sees() and l10_merge_state(): draft.h (the drill's header). */
@@ -86,11 +100,13 @@ int l10_units_per_kv_head(int heads, int kv_heads, int max_q);
 
 /** The keys of one chunk (a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK unless
  * max_seq_kv is shorter) for a step of this shape on the current device: enough chunks that the
- * blocks fill the GPU once. Sequence b's keys are cut into ceil(n_b / chunk) chunks. */
+ * blocks of version 1 (version 2 when s->k_scale is set) fill the GPU once. Sequence b's keys are
+ * cut into ceil(n_b / chunk) chunks. */
 int l10_draft_chunk(const l10_step *s);
 
-/** Bytes of version 1's workspace for this step (0 when no sequence can be cut into chunks); it
- * holds the chunks' partial states during a call, and nothing between calls. */
+/** Bytes of version 1's workspace for this step, or version 2's when s->k_scale is set (0 when no
+ * sequence can be cut into chunks); it holds the chunks' partial states during a call, and
+ * nothing between calls. */
 size_t l10_draft_workspace_bytes(const l10_step *s);
 
 /** @name Version 1's launchers
@@ -111,6 +127,52 @@ int l10_draft_per_sm_d128(void);
 /** Version 1 for head dimension s->dim (64 or 128). */
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
                       size_t workspace_bytes, cudaStream_t stream);
+
+/** @name The FP8 cache (version 2)
+ *  One scale per key row (a token's dim values of one KV head, K and V apart): a row's scale is
+ *  its largest |x| / 448, so its largest value becomes the code +-448 and every value is rounded
+ *  by at most half an e4m3 step (2^-4 of itself, or 2^-10 of the scale below 2^-6 of it: the
+ *  subnormals). The scale is fixed when the row is written, so appending a token never rewrites
+ *  its page's other rows.
+ *  @{ */
+/** The e4m3 code of @p x (1 sign bit, 4 exponent bits biased by 7, 3 mantissa bits, no
+ * infinities): rounded to the nearest, ties to the even code, saturated to +-448; NaN gives 0x7f.
+ * The rounding of the device's cvt.rn.satfinite.e4m3x2.f32. */
+uint8_t l10_e4m3_encode(float x);
+/** The value of e4m3 code @p c (0x7f and 0xff: NaN). */
+float l10_e4m3_decode(uint8_t c);
+/** One key row of @p dim values into @p codes as l10_fp8_append() writes it: amax = max |x|, the
+ * codes e4m3(x * (448 / amax)) (each product one fp32 rounding), all 0 for a row of zeros; returns
+ * the scale amax / 448 (0 for a row of zeros). The values must be finite. */
+float l10_fp8_quantise_row(const float *x, int dim, uint8_t *codes);
+/**
+ * Quantise-on-append: token t's K and V rows (`[n_tokens, kv_heads, dim]` bf16, on the device)
+ * into slot @p slots[t] (page slots[t] / block_size, row slots[t] % block_size; below 0: skipped)
+ * of the e4m3 pools @p k8 and @p v8 (`[num_blocks, block_size, kv_heads, dim]`), each row with
+ * its scale in @p k_scale / @p v_scale (`[num_blocks, kv_heads, block_size]`), as
+ * l10_fp8_quantise_row() computes them. dim 64 or 128, block_size a power of two. Needs
+ * compute capability 8.9 or above (cudaErrorNotSupported below); cudaErrorInvalidValue for bad
+ * arguments.
+ */
+cudaError_t l10_fp8_append(const void *k_new, const void *v_new, const int *slots, int n_tokens,
+                           int kv_heads, int dim, int block_size, void *k8, void *v8,
+                           float *k_scale, float *v_scale, cudaStream_t stream);
+/** Version 2, head dimension 64: version 1 over an FP8 cache (s->k_scale and s->v_scale set,
+ * block_size at least L10_FP8_MIN_BLOCK); same outputs, workspace (l10_draft_workspace_bytes())
+ * and errors as l10_draft_d64(). */
+cudaError_t l10_fp8_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                        size_t workspace_bytes, cudaStream_t stream);
+/** Version 2, head dimension 128. */
+cudaError_t l10_fp8_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                         size_t workspace_bytes, cudaStream_t stream);
+/** Blocks of version 2's kernel one SM holds, head dimension 64 (0 without a device). */
+int l10_fp8_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l10_fp8_per_sm_d128(void);
+/** Version 2 for head dimension s->dim (64 or 128). */
+cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
+                    cudaStream_t stream);
+/** @} */
 
 /**
  * The step on the CPU in double precision, reading K and V through the block table: the reference

@@ -43,6 +43,11 @@ int l10_step_check(const l10_step *s, char *err, size_t err_len) {
     return refuse(err, err_len, "mask %d: not none (0), causal (1) or tree (2)", (int)s->mask);
   if (s->mask == L10_MASK_TREE && !s->tree)
     return refuse(err, err_len, "tree: NULL with the tree mask");
+  if (!s->k_scale != !s->v_scale)
+    return refuse(err, err_len, "k_scale and v_scale: both set (an FP8 cache) or both NULL");
+  if (s->k_scale && s->block_size < L10_FP8_MIN_BLOCK)
+    return refuse(err, err_len, "block_size %d: an FP8 cache needs pages of at least %d tokens",
+                  s->block_size, L10_FP8_MIN_BLOCK);
   const struct {
     const void *p;
     const char *name;

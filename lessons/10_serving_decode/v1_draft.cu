@@ -707,7 +707,8 @@ static __global__ void __launch_bounds__(L06_THREADS)
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
-  if (!st || !o || !lse || l10_step_check(st, err, sizeof err) != 0 || st->dim != HEAD_DIM)
+  if (!st || !o || !lse || l10_step_check(st, err, sizeof err) != 0 || st->dim != HEAD_DIM ||
+      st->k_scale) /* an FP8 cache is version 2's */
     return cudaErrorInvalidValue;
   int shift = 0; /* block_size = 2^shift */
   while ((1 << shift) < st->block_size) ++shift;

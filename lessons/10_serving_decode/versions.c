@@ -1,9 +1,12 @@
 /* Lesson 10's table: version 1 (draft tokens over a paged cache) with the shape's mask, the same
- * kernel with a tree of draft tokens, and lesson 07's version 5 on the same cache as the
- * yardstick. All three are ATTN_CUSTOM: the step has a packed Q and a count per sequence, which the
- * harness's dense and paged kinds do not describe. One setup serves them: it draws Q, K and V,
- * builds lesson 07's kind of pool (shuffled pages, NaN in every slot no token owns) and computes
- * the fp64 reference on a sample of rows. */
+ * kernel with a tree of draft tokens, version 2 (the same step over an FP8 cache), and lesson 07's
+ * version 5 on the same cache as the yardstick. All are ATTN_CUSTOM: the step has a packed Q and a
+ * count per sequence, which the harness's dense and paged kinds do not describe. One setup serves
+ * them: it draws Q, K and V, builds lesson 07's kind of pool (shuffled pages, NaN in every slot no
+ * token owns) and computes the fp64 reference on a sample of rows. Version 2's setup then appends
+ * every slot of that pool to an FP8 pool (l10_fp8_append()), reads the codes and scales back, and
+ * checks the kernel against the reference on the values the cache holds; its error against the
+ * values before rounding is printed after the table, beside what the rounding alone gives. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,7 +18,16 @@
 #include "serving_decode.h"
 
 /** The table's rows. */
-enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_L07 = 3 };
+enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_FP8 = 3, ROW_L07 = 4 };
+
+/* The errors of O on the sampled rows, kept by check() for report(): version 2's against the fp64
+ * reference on the values before rounding (`got`), that reference against the one on the rounded
+ * values (`cache`: the error the cache's rounding alone causes), and version 1's (`bf16`). */
+static struct {
+  int have, have_bf16;
+  double got_max_abs, got_rel_l2, cache_max_abs, cache_rel_l2;
+  double bf16_max_abs, bf16_rel_l2; /* version 1's O (draft-tiles) against the same reference */
+} g_fp8_err;
 
 /* What a row holds between setup and teardown. */
 typedef struct draft_state {
@@ -24,10 +36,12 @@ typedef struct draft_state {
   int total_q;            /* packed query rows */
   int *qs, *ql, *lens;    /* host: q_start, q_lens, seq_lens */
   uint32_t *tree;         /* host tree words, or NULL */
-  float *ref_o, *ref_lse; /* the reference on the sampled rows */
+  float *ref_o, *ref_lse; /* the reference on the sampled rows (version 2: on the cache's values) */
+  float *orig_o;          /* version 2: the reference on the values before rounding */
   unsigned char *sample;  /* [total_q]: rows checked */
   double kv_bytes;        /* K and V bytes the step must read */
-  uint16_t *d_q, *d_k, *d_v, *d_o;
+  uint16_t *d_q, *d_k, *d_v, *d_o; /* d_k, d_v: e4m3 codes for version 2 */
+  float *d_ks, *d_vs;              /* version 2: the scales */
   int *d_table, *d_lens, *d_qs, *d_ql;
   uint32_t *d_tree;
   float *d_lse;
@@ -62,6 +76,11 @@ static const char *supports(const attn_problem *p, int row) {
   if (row == ROW_L07) {
     if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
   }
+  if (row == ROW_FP8 && p->block_size < L10_FP8_MIN_BLOCK) {
+    snprintf(why, sizeof why, "an FP8 cache needs pages of at least %d tokens (--block-size)",
+             L10_FP8_MIN_BLOCK);
+    return why;
+  }
   return NULL;
 }
 
@@ -69,10 +88,11 @@ static void teardown(void *state) {
   draft_state *s = (draft_state *)state;
   if (!s) return;
   free(s->qs), free(s->ql), free(s->lens), free(s->tree);
-  free(s->ref_o), free(s->ref_lse), free(s->sample);
+  free(s->ref_o), free(s->ref_lse), free(s->orig_o), free(s->sample);
   cudaFree(s->d_q), cudaFree(s->d_k), cudaFree(s->d_v), cudaFree(s->d_o);
   cudaFree(s->d_table), cudaFree(s->d_lens), cudaFree(s->d_qs), cudaFree(s->d_ql);
   cudaFree(s->d_tree), cudaFree(s->d_lse), cudaFree(s->d_ws);
+  cudaFree(s->d_ks), cudaFree(s->d_vs);
   free(s);
 }
 
@@ -93,6 +113,54 @@ static void choose_rows(draft_state *s, const attn_problem *p, uint64_t seed) {
 static cudaError_t upload(void **dst, const void *src, size_t bytes) {
   ATTN_TRY(cudaMalloc(dst, bytes ? bytes : 1));
   return cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+/* Version 2's cache: every slot of the bf16 pools on the device (s->d_k, s->d_v) appended to e4m3
+ * pools by l10_fp8_append(), which replace them; the codes and scales read back into the host's
+ * float pools @p k and @p v as the values the cache holds (code x scale: NaN where a slot held
+ * NaN, which no token owns). */
+static cudaError_t fp8_cache(draft_state *s, const attn_problem *p, int num_blocks, float *k,
+                             float *v) {
+  const int bs = p->block_size, kvh = p->kv_heads, D = p->dim;
+  const size_t slots = (size_t)num_blocks * bs, vals = slots * kvh * D, rows = slots * kvh;
+  if (slots > INT_MAX) return cudaErrorInvalidValue;
+  int *slot = (int *)malloc(sizeof(int) * slots);
+  uint8_t *codes = (uint8_t *)malloc(vals);
+  float *scales = (float *)malloc(sizeof(float) * rows);
+  void *d_slot = NULL, *k8 = NULL, *v8 = NULL;
+  cudaError_t e = slot && codes && scales ? cudaSuccess : cudaErrorMemoryAllocation;
+  for (size_t i = 0; e == cudaSuccess && i < slots; ++i) slot[i] = (int)i;
+  float value[256]; /* every code's value */
+  for (int c = 0; c < 256; ++c) value[c] = l10_e4m3_decode((uint8_t)c);
+  if (e == cudaSuccess) e = upload(&d_slot, slot, sizeof(int) * slots);
+  if (e == cudaSuccess) e = cudaMalloc(&k8, vals);
+  if (e == cudaSuccess) e = cudaMalloc(&v8, vals);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_ks, sizeof(float) * rows);
+  if (e == cudaSuccess) e = cudaMalloc((void **)&s->d_vs, sizeof(float) * rows);
+  if (e == cudaSuccess)
+    e = l10_fp8_append(s->d_k, s->d_v, (const int *)d_slot, (int)slots, kvh, D, bs, k8, v8, s->d_ks,
+                       s->d_vs, 0);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  for (int which = 0; e == cudaSuccess && which < 2; ++which) {
+    e = cudaMemcpy(codes, which ? v8 : k8, vals, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(scales, which ? s->d_vs : s->d_ks, sizeof(float) * rows,
+                     cudaMemcpyDeviceToHost);
+    float *dst = which ? v : k;
+    for (size_t r = 0; e == cudaSuccess && r < rows; ++r) { /* row r: slot r / kvh, head r % kvh */
+      const size_t sl = r / kvh, si = ((sl / bs) * kvh + r % kvh) * bs + sl % bs;
+      for (int d = 0; d < D; ++d) dst[r * D + d] = value[codes[r * D + d]] * scales[si];
+    }
+  }
+  free(slot), free(codes), free(scales);
+  cudaFree(d_slot);
+  if (e == cudaSuccess) { /* the e4m3 pools take the bf16 pools' place */
+    cudaFree(s->d_k), cudaFree(s->d_v);
+    s->d_k = (uint16_t *)k8, s->d_v = (uint16_t *)v8;
+  } else {
+    cudaFree(k8), cudaFree(v8);
+  }
+  return e;
 }
 
 static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **skip) {
@@ -159,19 +227,33 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
                    .block_size = p->block_size,
                    .mask = mask,
                    .scale = attn_scale(p)};
+  /* the bytes the step reads: bf16 values, or e4m3 codes and a 4-byte scale per key row */
+  const double row_bytes = row == ROW_FP8 ? D + 4.0 : 2.0 * D;
   s->kv_bytes = 0.0;
-  for (int b = 0; b < B; ++b) s->kv_bytes += 2.0 * s->lens[b] * p->kv_heads * D * 2;
+  for (int b = 0; b < B; ++b) s->kv_bytes += 2.0 * s->lens[b] * p->kv_heads * row_bytes;
   choose_rows(s, p, seed);
   /* the reference reads the host pool through the same table (NaN in every slot no token owns) */
   l10_reference(st, q, s->qs, s->ql, s->tree, c.k_cache, c.v_cache, c.block_table, c.seq_lens,
                 s->sample, s->ref_o, s->ref_lse);
   const size_t pool = (size_t)c.num_blocks * c.block_size * p->kv_heads * D;
   cudaError_t e = attn_upload((void **)&s->d_q, q, qn, ATTN_BF16);
-  free(q);
   if (e == cudaSuccess) e = attn_upload((void **)&s->d_k, c.k_cache, pool, ATTN_BF16);
   if (e == cudaSuccess) e = attn_upload((void **)&s->d_v, c.v_cache, pool, ATTN_BF16);
   if (e == cudaSuccess)
     e = upload((void **)&s->d_table, c.block_table, sizeof(int) * (size_t)B * c.max_blocks);
+  if (e == cudaSuccess && row == ROW_FP8) {
+    /* the reference so far is on the values before rounding: keep it, and check the kernel
+     * against the one on the values the FP8 cache holds */
+    s->orig_o = (float *)malloc(qn * sizeof(float) + 1);
+    e = s->orig_o ? fp8_cache(s, p, c.num_blocks, c.k_cache, c.v_cache) : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+      memcpy(s->orig_o, s->ref_o, qn * sizeof(float));
+      st->k_scale = s->d_ks, st->v_scale = s->d_vs;
+      l10_reference(st, q, s->qs, s->ql, s->tree, c.k_cache, c.v_cache, c.block_table, c.seq_lens,
+                    s->sample, s->ref_o, s->ref_lse);
+    }
+  }
+  free(q);
   attn_paged_free(&c);
   if (e == cudaSuccess) e = upload((void **)&s->d_lens, s->lens, sizeof(int) * B);
   if (e == cudaSuccess) e = upload((void **)&s->d_qs, s->qs, sizeof(int) * B);
@@ -204,6 +286,7 @@ static cudaError_t poison(void *state, cudaStream_t stream) {
 static cudaError_t launch(void *state, cudaStream_t stream) {
   draft_state *s = (draft_state *)state;
   const l10_step *st = &s->st;
+  if (s->row == ROW_FP8) return l10_fp8(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
   if (s->row != ROW_L07) return l10_draft(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
   /* lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q when every count is equal
    */
@@ -247,6 +330,25 @@ static cudaError_t check(void *state, attn_verdict *v) {
     }
     attn_verdict_finish(v);
     attn_verdict_finish(&vl);
+    if (s->row == ROW_DRAFT) {
+      g_fp8_err.have_bf16 = 1;
+      g_fp8_err.bf16_max_abs = v->max_abs, g_fp8_err.bf16_rel_l2 = v->rel_l2;
+    }
+    if (s->row == ROW_FP8) { /* the errors against the values before rounding, for report() */
+      attn_verdict got, cache;
+      attn_verdict_init(&got, ATTN_BF16);
+      attn_verdict_init(&cache, ATTN_BF16);
+      for (int r = 0; r < s->total_q; ++r)
+        for (size_t i = (size_t)r * H * D; s->sample[r] && i < (size_t)(r + 1) * H * D; ++i) {
+          attn_verdict_add(&got, attn_load(ATTN_BF16, o, i), s->orig_o[i]);
+          attn_verdict_add(&cache, s->ref_o[i], s->orig_o[i]);
+        }
+      attn_verdict_finish(&got);
+      attn_verdict_finish(&cache);
+      g_fp8_err.have = 1;
+      g_fp8_err.got_max_abs = got.max_abs, g_fp8_err.got_rel_l2 = got.rel_l2;
+      g_fp8_err.cache_max_abs = cache.max_abs, g_fp8_err.cache_rel_l2 = cache.rel_l2;
+    }
     if (attn_verdict_margin(&vl) > attn_verdict_margin(v)) *v = vl;
   }
   free(o), free(lse);
@@ -264,9 +366,11 @@ static void footprint(const attn_problem *p, double *device_bytes, double *host_
   const double blocks = (double)p->batch * ((p->seq_kv + p->block_size - 1) / p->block_size);
   const double pool = 1.25 * blocks * p->block_size * p->kv_heads * p->dim;
   const double qn = (double)p->batch * p->seq_q * p->heads * p->dim;
-  *device_bytes = 2.0 * pool * 2 + 2.0 * qn * 2;
+  /* version 2 holds the bf16 and the e4m3 pools at once while it appends (and a slot list) */
+  *device_bytes = 2.0 * pool * 2 + 2.0 * pool * 1.1 + 2.0 * qn * 2;
   *host_bytes =
-      4.0 * (2.0 * pool + 2.0 * (double)p->batch * p->seq_kv * p->kv_heads * p->dim + 3.0 * qn);
+      4.0 * (2.0 * pool + 2.0 * (double)p->batch * p->seq_kv * p->kv_heads * p->dim + 4.0 * qn) +
+      1.1 * pool;
 }
 
 static const attn_custom kDraft = {.setup = setup,
@@ -291,6 +395,14 @@ static const attn_version kVersions[L10_VERSIONS] = {
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_BF16,
      .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+    {.name = "fp8-cache",
+     .summary = "version 1 over e4m3 pages, a scale per key row: half the bytes, f16 on the mma",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 89,
      .writes_lse = 1,
      .varlen = 1,
      .custom = &kDraft},
@@ -369,14 +481,27 @@ static int cpu_part(const attn_options *o) {
   return status;
 }
 
-/* What version 1 bought over lesson 07's kernel on the same step. */
+/* What version 1 bought over lesson 07's kernel on the same step, and version 2 over version 1
+ * with the error each cache leaves. */
 static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
   (void)o;
   if (!dev || n < L10_VERSIONS) return 0;
-  const attn_result *a = &r[ROW_DRAFT - 1], *y = &r[ROW_L07 - 1];
+  const attn_result *a = &r[ROW_DRAFT - 1], *y = &r[ROW_L07 - 1], *f8 = &r[ROW_FP8 - 1];
   if (a->timed && y->timed && a->timing.median_ms > 0.0)
     printf("\ndraft-tiles vs lesson 07's version 5 on the same step: %.2fx\n",
            y->timing.median_ms / a->timing.median_ms);
+  if (a->timed && f8->timed && f8->timing.median_ms > 0.0)
+    printf("fp8-cache vs draft-tiles (tokens per second on the same step): %.2fx\n",
+           a->timing.median_ms / f8->timing.median_ms);
+  if (g_fp8_err.have && g_fp8_err.have_bf16)
+    printf(
+        "error of O against the fp64 reference on the values before rounding (sampled rows):\n"
+        "  bf16 cache (draft-tiles): max_abs %.3e  rel_l2 %.3e\n"
+        "  FP8 cache (fp8-cache):    max_abs %.3e  rel_l2 %.3e\n"
+        "  the FP8 rounding alone (the reference on the cache's values): max_abs %.3e  "
+        "rel_l2 %.3e\n",
+        g_fp8_err.bf16_max_abs, g_fp8_err.bf16_rel_l2, g_fp8_err.got_max_abs, g_fp8_err.got_rel_l2,
+        g_fp8_err.cache_max_abs, g_fp8_err.cache_rel_l2);
   return 0;
 }
 

@@ -13,8 +13,12 @@ def l10(b=1, kvh=8, t=8, skv=32768, d=128, c=0):
     return att(b, 32, t, d, c, kvh=kvh, skv=skv)
 
 
-L10_NAMES = {1: "draft-tiles", 2: "draft-tree", 3: "l07-balance"}
-L10_TILES, L10_TREE, L10_L07 = 1, 2, 3
+# The lesson's table by name. Its numbers changed when version 2 joined: archives from before it
+# have 1 draft-tiles, 2 draft-tree, 3 l07-balance; newer ones 1 draft-tiles, 2 draft-tree,
+# 3 fp8-cache, 4 l07-balance. So every lookup goes by name (l10_version(): the number this
+# archive's rows carry for it, None when it has none) and nothing here trusts a number.
+L10_NAMES = {1: "draft-tiles", 2: "draft-tree", 3: "fp8-cache", 4: "l07-balance"}  # the newest
+L10_TILES, L10_TREE, L10_FP8, L10_L07 = "draft-tiles", "draft-tree", "fp8-cache", "l07-balance"
 L10_DEFAULT = l10()  # batch 1, 32/8 heads, 8 draft tokens, no mask, kv 32768, dim 128
 # The shapes of lessons/10_serving_decode/gpu-runs.txt, in its order after the default run: a
 # shape, or a shape with the lengths per sequence (kv_lens, as lessons.csv writes it: 32k -> 32768).
@@ -28,8 +32,21 @@ L10_SHAPES = [l10(t=1), l10(t=2), l10(t=4), l10(t=16), l10(c=1),
 L10_L07_MAX_T = 8  # lesson 07's kernels take 1..8 query tokens (L06_MAX_SEQ_Q)
 
 
-def l10_row(a, v, shape):
-    """The row of version @p v at @p shape (its first timed one, else its skipped one), or None."""
+def l10_version(a, name):
+    """The version number this archive's lesson 10 rows carry for @p name (draft-tiles, ...), or
+    None when none of them does (a version the archive predates)."""
+    for r in a.lessons:
+        if r["lesson"] == 10 and r.get("name") == name:
+            return r["version"]
+    return None
+
+
+def l10_row(a, name, shape):
+    """The row of the version named @p name at @p shape (its first timed one, else its skipped
+    one), or None (also when the archive has no such version)."""
+    v = l10_version(a, name)
+    if v is None:
+        return None
     r = a.one(10, v, **shape)
     if r is None:
         rs = a.rows(10, v, **shape)
@@ -38,16 +55,28 @@ def l10_row(a, v, shape):
 
 
 def l10_missing(a):
-    return a.one(10, L10_TILES, **L10_DEFAULT) is None
+    """No timed draft-tiles row at the default shape."""
+    r = l10_row(a, L10_TILES, L10_DEFAULT)
+    return r is None or r["ms"] is None
 
 
-def l10_not_timed(r, t):
-    """What a cell says for a row without a time: missing, or skipped and why."""
+def l10_not_timed(r, t, name=L10_L07):
+    """What a cell says for a row without a time: missing, or skipped and why (lesson 07's
+    version 5 skips steps of more than 8 tokens)."""
     if r is None:
         return "not in this archive"
-    if r["status"] == "skipped" and t > L10_L07_MAX_T:
+    if r["status"] == "skipped" and t > L10_L07_MAX_T and name == L10_L07:
         return f"skipped (more than {L10_L07_MAX_T} tokens)"
     return esc(f"{r['status']}: {r['note']}" if r.get("note") else r["status"])
+
+
+def l10_listed(a):
+    """The table's names in this archive's order: by its version numbers, a name it lacks last
+    (as "not in this archive"), except fp8-cache, which an archive from before it simply has no
+    row for."""
+    have = {n: l10_version(a, n) for n in L10_NAMES.values()}
+    names = [n for n in L10_NAMES.values() if have[n] is not None or n != L10_FP8]
+    return sorted(names, key=lambda n: (have[n] is None, have[n] or 0)), have
 
 
 def l10_shape_cells(s):
@@ -61,22 +90,29 @@ def r_l10_default(a, ctx):
     src = source(a, ["lessons.csv"])
     if l10_missing(a):
         return src + "\n\nThe lesson's table: " + NO_RUN + "."
-    rs = {v: l10_row(a, v, L10_DEFAULT) for v in L10_NAMES}
+    names, have = l10_listed(a)
+    rs = {name: l10_row(a, name, L10_DEFAULT) for name in names}
     rows = []
-    for v, name in L10_NAMES.items():
-        r = rs[v]
+    for name in names:
+        r, v = rs[name], have[name] if have[name] is not None else "-"
         if r is None or r["ms"] is None:
-            rows.append([v, f"`{name}`", l10_not_timed(r, L10_DEFAULT["seq_q"]), "-", "-", "-"])
+            rows.append([v, f"`{name}`", l10_not_timed(r, L10_DEFAULT["seq_q"], name), "-", "-",
+                         "-"])
             continue
         rows.append([v, f"`{name}`", esc(r["status"]), f(r["ms"], 4), f(tbs(r), 2),
                      pc(r["pct_bw"])])
-    t, y = rs[L10_TILES], rs[L10_L07]
+    t, y, f8 = rs[L10_TILES], rs.get(L10_L07), rs.get(L10_FP8)
     if y and y["ms"]:
         step = (f"On the same step, `draft-tiles` runs at {y['ms'] / t['ms']:.2f}x the speed of "
                 f"lesson 07's version 5 (`l07-balance`: {y['ms']:.4f} ms against {t['ms']:.4f} "
                 "ms).")
     else:
         step = "Lesson 07's version 5 on the same step: " + NO_RUN + "."
+    if f8 and f8["ms"]:  # only archives with version 2 say anything of it
+        step += (f" Over the FP8 cache, `fp8-cache` runs at {t['ms'] / f8['ms']:.2f}x the speed "
+                 f"of `draft-tiles` ({f8['ms']:.4f} ms against {t['ms']:.4f} ms); its TB/s and % "
+                 "of HBM count K and V as that cache holds them, an e4m3 code per value and a "
+                 "4-byte scale per key row.")
     s = L10_DEFAULT
     return "\n".join([src, "", f"Default shape: batch {s['batch']}, {s['heads']} heads, "
                       f"{s['kv_heads']} KV heads, {s['seq_q']} draft tokens with no mask among "
@@ -90,35 +126,46 @@ def r_l10_runs(a, ctx):
     src = source(a, ["lessons.csv"])
     if l10_missing(a):
         return src + "\n\nOther shapes: " + NO_RUN + "."
+    fp8 = l10_version(a, L10_FP8) is not None  # its columns only where the archive has it
     rows = []
     for i, s in enumerate([L10_DEFAULT] + L10_SHAPES):
-        rs = {v: l10_row(a, v, s) for v in L10_NAMES}
-        t, tree, y = rs[L10_TILES], rs[L10_TREE], rs[L10_L07]
+        rs = {name: l10_row(a, name, s) for name in L10_NAMES.values()}
+        t, tree, y, f8 = rs[L10_TILES], rs[L10_TREE], rs[L10_L07], rs[L10_FP8]
         cells = l10_shape_cells(s)
         if i == 0:
             cells[0] = f"{cells[0]} (default)"
         if t is None or t["ms"] is None:
-            rows.append(cells + [l10_not_timed(t, s["seq_q"])] + ["-"] * 4)
+            rows.append(cells + [l10_not_timed(t, s["seq_q"], L10_TILES)] +
+                        ["-"] * (6 if fp8 else 4))
             continue
         rows.append(cells + [
             f(tbs(t), 2), pc(t["pct_bw"]),
-            f(tbs(tree), 2) if tree and tree["ms"] else l10_not_timed(tree, s["seq_q"]),
-            f(tbs(y), 2) if y and y["ms"] else l10_not_timed(y, s["seq_q"]),
+            f(tbs(tree), 2) if tree and tree["ms"] else l10_not_timed(tree, s["seq_q"], L10_TREE)
+        ] + ([
+            f(tbs(f8), 2) if f8 and f8["ms"] else l10_not_timed(f8, s["seq_q"], L10_FP8),
+            xs(ratio(t["ms"], f8 and f8["ms"]), 2)] if fp8 else []) + [
+            f(tbs(y), 2) if y and y["ms"] else l10_not_timed(y, s["seq_q"], L10_L07),
             xs(ratio(y and y["ms"], t["ms"]), 2)])
+    head = ["batch", "heads", "draft tokens", "kv", "dim", "mask", "draft-tiles", "% of HBM",
+            "draft-tree"] + (["fp8-cache", "fp8 / draft-tiles"] if fp8 else []) + \
+        ["l07-balance", "draft-tiles / l07"]
+    words = ("; `fp8-cache` the same step over the FP8 cache, its TB/s of the bytes that cache "
+             "holds (an e4m3 code per value, a 4-byte scale per key row), and its speed over "
+             "`draft-tiles` (the inverse ratio of their times)" if fp8 else "")
     return "\n".join([src, "", "The default run and each line of `gpu-runs.txt` (TB/s of the bytes "
                       "the step must move; block size 16; mask: the mask of `draft-tiles` and "
                       "`l07-balance`, `draft-tree` always a binary tree of the same draft tokens; "
                       "the last column is `draft-tiles` over `l07-balance`, the inverse ratio of "
-                      "their times):", "",
-                      table(["batch", "heads", "draft tokens", "kv", "dim", "mask",
-                             "draft-tiles", "% of HBM", "draft-tree", "l07-balance",
-                             "draft-tiles / l07"], rows)])
+                      f"their times{words}):", "", table(head, rows)])
 
 
 # ---- The peers: bench/lesson10_peers.py ----------------------------------------------------------
-# peers.csv's impl column: l10-v1-draft-<mask>, l07-v5-balance-<mask>, cudnn-paged-<mask>; the
-# token count T is seq_q, every sequence seq_kv keys. A skipped row (lesson 07 with T > 8) has no
-# figure and says why in its check column.
+# peers.csv's impl column: l10-v1-draft-<mask>, l07-v5-balance-<mask>, cudnn-paged-<mask>, and in
+# newer archives l10-v2-fp8-<mask> (version 2 over the FP8 cache); the token count T is seq_q,
+# every sequence seq_kv keys. A skipped row (lesson 07 with T > 8) has no figure and says why in
+# its check column. Every row's gbs and pct_hbm count the bytes of its bytes column: the bf16 K + V
+# the lengths need (2 x sum(lengths) x kv_heads x dim x 2), except l10-v2-fp8's, which count what
+# it reads (2 x sum(lengths) x kv_heads x (dim + 4): e4m3 codes and a 4-byte scale per key row).
 
 def _peer_any(a, impl, **kv):
     """The first peers.csv row of lesson 10 with @p impl (exact) at @p kv, timed or not."""
@@ -133,7 +180,10 @@ def l10_peer_rows(a):
     """One dict per shape of peers.csv's lesson 10 grid: dim, mask, b, skv, t, and the rates in TB/s
     of lesson 10's version 1 (l10), of its one-token row at the same (dim, mask, batch, seq_kv)
     (one), of lesson 07's version 5 (l07, or None; l07_why: why it has none) and of cuDNN's paged
-    graph (cu), and l10's % of HBM (pct). [] without peers."""
+    graph (cu), and l10's % of HBM (pct). Version 2 over the FP8 cache (fp8_row: its row, timed or
+    not, None when the archive has none at this step): fp8, its TB/s of the bytes it reads, fp8_pct
+    their % of HBM, fp8x its speed over version 1 (version 1's time over its own), fp8_why what
+    its cell says when it has no figure. [] without peers."""
     out = []
     for r in a.peers or []:
         m = re.fullmatch(r"l10-v1-draft-(\w+)", r["impl"] or "")
@@ -150,9 +200,15 @@ def l10_peer_rows(a):
         elif y["gbs"] is None:
             why = (f"skipped (more than {L10_L07_MAX_T} tokens)"
                    if r["seq_q"] > L10_L07_MAX_T else esc(y.get("check") or "skipped"))
+        f8 = _peer_any(a, f"l10-v2-fp8-{mask}", seq_q=r["seq_q"], **kv)
+        f8_timed = f8 is not None and f8["gbs"] is not None
         out.append(dict(dim=r["dim"], mask=mask, b=r["batch"], skv=r["seq_kv"], t=r["seq_q"],
                         l10=tbs(r), pct=r["pct_hbm"], one=tbs(one), l07=tbs(y), l07_why=why,
-                        cu=tbs(cu)))
+                        cu=tbs(cu), fp8_row=f8, fp8=tbs(f8) if f8_timed else None,
+                        fp8_pct=f8["pct_hbm"] if f8_timed else None,
+                        fp8x=ratio(r["ms"], f8["ms"]) if f8_timed else None,
+                        fp8_why=("-" if f8 is None else None if f8_timed else
+                                 esc(f8.get("check") or "no figure"))))
     return out
 
 
@@ -210,6 +266,17 @@ def l10_peer_summary(rows):
     y = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8], lambda d: ratio(d["l10"], d["l07"]))
     if y:
         s += f" Over lesson 07's version 5 with 2-8 draft tokens: {_rng(y)}x."
+    f8 = l10_peer_ranges(rows, lambda d: d["fp8x"])
+    if f8:  # only archives with version 2's rows
+        f8_big = l10_peer_ranges(big, lambda d: d["fp8x"])
+        f8_one = l10_peer_ranges(one, lambda d: d["fp8x"])
+        parts = [f"{_rng(f8_big)}x at batch 16 and more" if f8_big else None,
+                 f"{_rng(f8_one)}x at batch 1" if f8_one else None]
+        rate = l10_peer_ranges(rows, lambda d: d["fp8"])
+        pct = l10_peer_ranges(rows, lambda d: d["fp8_pct"])
+        s += (f" Version 2 over the FP8 cache, against version 1 on the same step: {_rng(f8)}x "
+              "its speed" + (f" ({'; '.join(x for x in parts if x)})" if any(parts) else "") +
+              f", at {_rng(rate)} TB/s of the bytes it reads ({_rng(pct, 0)}% of HBM).")
     return s
 
 
@@ -220,6 +287,7 @@ def r_l10_peers(a, ctx):
         return src + "\n\nPeer figures: " + NO_PEERS + "."
     out = [src, ""]
     sw = a.software()
+    fp8 = any(d["fp8_row"] is not None for d in data)  # its columns only where the archive has it
     groups = sorted({(d["dim"], d["mask"]) for d in data}, key=lambda g: (-g[0], g[1]))
     for dim, mask in groups:
         rows, ds = [], sorted([d for d in data if (d["dim"], d["mask"]) == (dim, mask)],
@@ -229,11 +297,19 @@ def r_l10_peers(a, ctx):
                          xs(l10_vs_one(d), 2),
                          f(d["l07"], 2) if d["l07"] is not None else d["l07_why"],
                          f(d["cu"], 2), xs(ratio(d["l10"], d["l07"]), 2),
-                         xs(ratio(d["l10"], d["cu"]), 2)])
-        out += [f"Dim {dim}, {mask} mask (TB/s of the K + V the lengths need, in one process"
-                f"{'; ' + sw if sw else ''}):", "",
+                         xs(ratio(d["l10"], d["cu"]), 2)] +
+                        ([f(d["fp8"], 2) if d["fp8"] is not None else d["fp8_why"],
+                          pc(d["fp8_pct"]), xs(d["fp8x"], 2)] if fp8 else []))
+        what = "TB/s of the K + V the lengths need"
+        if fp8:
+            what = ("TB/s of the bf16 K + V the lengths need; FP8 v2: lesson 10's version 2 over "
+                    "an FP8 copy of the same cache, its TB/s and % of HBM of the bytes it reads "
+                    "(an e4m3 code per value, a 4-byte scale per key row), and its speed over "
+                    "version 1 on the same step (version 1's time over its own)")
+        out += [f"Dim {dim}, {mask} mask ({what}, in one process{'; ' + sw if sw else ''}):", "",
                 table(["batch", "kv", "draft tokens", "lesson 10 v1", "% of HBM", "vs one token",
-                       "lesson 07 v5", "cuDNN paged", "l10 / l07", "l10 / cuDNN"], rows), "",
+                       "lesson 07 v5", "cuDNN paged", "l10 / l07", "l10 / cuDNN"] +
+                      (["FP8 v2", "FP8 % of HBM", "FP8 / v1"] if fp8 else []), rows), "",
                 l10_peer_summary(ds), ""]
     skips = l10_bench_skips(a)
     tail = f"Measured on the {a.device}, {a.date}."

@@ -14,7 +14,7 @@ from .lesson06 import L06_DEFAULT, L06_NAMES, tbs
 from .lesson07 import L07_DEFAULT, L07_NAMES, L07_PAGED, l07_dense, l07_peer_rows, l07_peer_summary
 from .lesson08 import l08_gpus, l08_long_speedups, l08_names, l08_runs
 from .lesson09 import l09_over_peers
-from .lesson10 import L10_TILES, l10_peer_ranges, l10_peer_rows, l10_vs_one
+from .lesson10 import L10_TILES, l10_peer_ranges, l10_peer_rows, l10_version, l10_vs_one
 
 NO_ARCHIVE = "no archived run yet (docs/results/ has no folder with rows of this lesson)"
 
@@ -301,11 +301,12 @@ def h10(a):
         return h, "; ".join(peer) or no_peer(a, 10)
     # no bench: the lesson's own runs at batch 16 and more, T draft tokens over one
     over, pairs = {}, []
-    for r in a.rows(10, L10_TILES, timed=True):
+    tiles = l10_version(a, L10_TILES)  # by name: the archives number the table differently
+    for r in (a.rows(10, tiles, timed=True) if tiles is not None else []):
         if r["batch"] >= 16 and r["seq_q"] > 1 and r["gbs"]:
-            one = a.one(10, L10_TILES, **dict({k: r[k] for k in ("batch", "heads", "kv_heads",
-                                                                  "seq_kv", "dim", "causal")},
-                                              seq_q=1))
+            one = a.one(10, tiles, **dict({k: r[k] for k in ("batch", "heads", "kv_heads",
+                                                              "seq_kv", "dim", "causal")},
+                                          seq_q=1))
             if one and one["gbs"]:
                 over.setdefault(r["seq_q"], []).append(r["gbs"] / one["gbs"])
                 pairs.append(r)

@@ -2,6 +2,7 @@
  * check of a step's limits, the units of a KV head's group, the double-precision reference
  * against a dense brute force and a hand-worked case, and the CPU model of version 1 against the
  * reference on awkward shapes, over a pool whose every unowned slot holds NaN. No GPU needed. */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -237,6 +238,151 @@ START_TEST(units_per_kv_head) {
   ck_assert_int_eq(l10_units_per_kv_head(64, 1, 16), 16); /* 1024 rows */
   ck_assert_int_eq(l10_units_per_kv_head(8, 2, 16), 1);   /* exactly 64 */
   ck_assert_int_eq(l10_units_per_kv_head(13, 1, 5), 2);   /* 65: one row over */
+}
+END_TEST
+
+/* ---- e4m3 and the FP8 cache's row quantiser ------------------------------------------------ */
+
+START_TEST(e4m3_every_code_round_trips) {
+  ck_assert(isnan(l10_e4m3_decode(0x7f)) && isnan(l10_e4m3_decode(0xff)));
+  ck_assert(l10_e4m3_decode(0x00) == 0.0f && !signbit(l10_e4m3_decode(0x00)));
+  ck_assert(l10_e4m3_decode(0x80) == 0.0f && signbit(l10_e4m3_decode(0x80))); /* -0 */
+  ck_assert(l10_e4m3_decode(0x01) == 0x1p-9f);                                /* 1 x 2^-9 */
+  ck_assert(l10_e4m3_decode(0x07) == 7 * 0x1p-9f);                            /* last subnormal */
+  ck_assert(l10_e4m3_decode(0x08) == 0x1p-6f);                                /* first normal */
+  ck_assert(l10_e4m3_decode(0x7e) == 448.0f && l10_e4m3_decode(0xfe) == -448.0f);
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7f) == 0x7f) continue; /* the two NaNs */
+    const float v = l10_e4m3_decode((uint8_t)c);
+    /* -0.0 included: the encoder keeps the sign, so 0x80 comes back as 0x80 */
+    ck_assert_msg(l10_e4m3_encode(v) == c, "code 0x%02x: value %a encodes to 0x%02x", c, v,
+                  l10_e4m3_encode(v));
+    ck_assert(l10_e4m3_decode((uint8_t)(c ^ 0x80)) == -v); /* the sign bit is only the sign */
+    if (c > 0 && c < 0x7f)                                 /* 0x00..0x7e: increasing */
+      ck_assert_msg(l10_e4m3_decode((uint8_t)(c - 1)) < v, "code 0x%02x is not above the last", c);
+  }
+}
+END_TEST
+
+/* Between neighbouring codes c and c + 1: just below the midpoint gives c, just above c + 1, the
+ * midpoint itself the even code; the same for negative values. The midpoint has five significant
+ * bits, so it is exact in fp32 and so are its fp32 neighbours. */
+START_TEST(e4m3_rounds_to_nearest_even_at_every_midpoint) {
+  for (int c = 0; c < 0x7e; ++c) {
+    const float mid = 0.5f * (l10_e4m3_decode((uint8_t)c) + l10_e4m3_decode((uint8_t)(c + 1)));
+    const int even = c % 2 == 0 ? c : c + 1;
+    for (int sign = 0; sign <= 0x80; sign += 0x80) {
+      const float s = sign ? -1.0f : 1.0f;
+      ck_assert_msg(l10_e4m3_encode(s * nextafterf(mid, 0.0f)) == (sign | c),
+                    "below the midpoint %a of 0x%02x and 0x%02x", s * mid, sign | c,
+                    sign | (c + 1));
+      ck_assert_msg(l10_e4m3_encode(s * nextafterf(mid, INFINITY)) == (sign | (c + 1)),
+                    "above the midpoint %a of 0x%02x and 0x%02x", s * mid, sign | c,
+                    sign | (c + 1));
+      ck_assert_msg(l10_e4m3_encode(s * mid) == (sign | even),
+                    "the midpoint %a: 0x%02x, want 0x%02x", s * mid, l10_e4m3_encode(s * mid),
+                    sign | even);
+    }
+  }
+  /* Above 448 nothing is finite: 464 (where 480 would be the next code up) and beyond saturate. */
+  const float over[] = {nextafterf(448.0f, INFINITY), 464.0f, 465.0f, 1e6f, FLT_MAX, INFINITY};
+  for (size_t i = 0; i < sizeof over / sizeof over[0]; ++i) {
+    ck_assert_msg(l10_e4m3_encode(over[i]) == 0x7e, "%a: want 0x7e", over[i]);
+    ck_assert_msg(l10_e4m3_encode(-over[i]) == 0xfe, "%a: want 0xfe", -over[i]);
+  }
+}
+END_TEST
+
+START_TEST(e4m3_known_values) {
+  const struct {
+    float x;
+    uint8_t code;
+  } known[] = {
+      {448.0f, 0x7e},        /* 1.75 x 2^8: e = 15, m = 6, the largest finite */
+      {500.0f, 0x7e},        /* saturated */
+      {1e30f, 0x7e},         /* saturated */
+      {-448.0f, 0xfe},       /* the sign bit and 448 */
+      {0x1p-9f, 0x01},       /* the smallest subnormal, 1 x 2^-9 */
+      {0x1p-10f, 0x00},      /* a tie between 0 and 2^-9: the even code, 0 */
+      {3 * 0x1p-10f, 0x02},  /* a tie between 2^-9 (0x01) and 2 x 2^-9 (0x02): 0x02 */
+      {0.0f, 0x00},          /* zero */
+      {1.0f, 0x38},          /* e = 7 (2^0), m = 0 */
+      {1.0625f, 0x38},       /* a tie between 1.0 (0x38) and 1.125 (0x39): 0x38 */
+      {1.1875f, 0x3a},       /* a tie between 1.125 (0x39) and 1.25 (0x3a): 0x3a */
+      {0x1p-6f, 0x08},       /* the smallest normal: e = 1, m = 0 */
+      {15 * 0x1p-10f, 0x08}, /* a tie between 7 x 2^-9 (0x07) and 2^-6 (0x08): 0x08 */
+      {-1.1875f, 0xba},      /* the tie with a sign */
+      {0x1p-11f, 0x00},      /* under half the smallest subnormal */
+      {-0x1p-11f, 0x80},     /* ... keeps its sign: -0 */
+      {-0.0f, 0x80},         /* -0 is 0x80, as the device writes it */
+      {240.0f, 0x77},        /* 1.875 x 2^7: e = 14, m = 7 */
+      {NAN, 0x7f},           /* NaN */
+      {-NAN, 0x7f},          /* NaN, whatever its sign */
+  };
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; ++i)
+    ck_assert_msg(l10_e4m3_encode(known[i].x) == known[i].code, "%a: 0x%02x, want 0x%02x",
+                  known[i].x, l10_e4m3_encode(known[i].x), known[i].code);
+}
+END_TEST
+
+START_TEST(fp8_quantise_row_scale_and_codes) {
+  /* amax 3.5, from a negative value (the largest |x|, not the largest x): the scale is 3.5 / 448
+   * = 2^-7 and the inverse 128, so every product is exact */
+  const float x[8] = {1.0f, -3.5f, 1.75f, 0.0f, 0.875f, -1.75f, 3.4f, 3.25f};
+  const uint8_t want[8] = {
+      0x70, /* 128 = 2^7: e = 14, m = 0 */
+      0xfe, /* -448 */
+      0x76, /* 224 = 1.75 x 2^7 */
+      0x00, /* 0 */
+      0x6e, /* 112 = 1.75 x 2^6 */
+      0xf6, /* -224 */
+      0x7e, /* 435.2: past 432, the midpoint of 416 (0x7d) and 448 */
+      0x7d, /* 416 = 1.625 x 2^8: e = 15, m = 5 */
+  };
+  uint8_t codes[8];
+  memset(codes, 0xaa, sizeof codes);
+  ck_assert(l10_fp8_quantise_row(x, 8, codes) == 3.5f / 448.0f);
+  for (int i = 0; i < 8; ++i)
+    ck_assert_msg(codes[i] == want[i], "x[%d] = %g: code 0x%02x, want 0x%02x", i, x[i], codes[i],
+                  want[i]);
+  /* a row of zeros: scale 0 and every code 0 (-0.0 included), nothing divided by zero */
+  const float zeros[5] = {0.0f, -0.0f, 0.0f, 0.0f, 0.0f};
+  memset(codes, 0xaa, sizeof codes);
+  ck_assert(l10_fp8_quantise_row(zeros, 5, codes) == 0.0f);
+  for (int i = 0; i < 5; ++i) ck_assert_int_eq(codes[i], 0);
+  ck_assert_int_eq(codes[5], 0xaa); /* and nothing past the row */
+}
+END_TEST
+
+/* A row whose magnitudes span 2^16: with amax near 1, those scaled by 2^-15 become products
+ * below 448 x 2^-15 < 2^-6, in the subnormals. Each value comes back within half an e4m3 step,
+ * the bound serving_decode.h states. */
+START_TEST(fp8_quantise_row_round_trip_bound) {
+  enum { D = 128 };
+  float x[D];
+  uint8_t codes[D];
+  attn_rng r;
+  attn_rng_seed(&r, 2024, 10);
+  int at_max = 0;
+  for (int i = 0; i < D; ++i) {
+    x[i] = ldexpf(2.0f * attn_rng_uniform(&r) - 1.0f, -(i % 16));
+    if (fabsf(x[i]) > fabsf(x[at_max])) at_max = i;
+  }
+  const float scale = l10_fp8_quantise_row(x, D, codes);
+  ck_assert(scale == fabsf(x[at_max]) / 448.0f);
+  ck_assert_int_eq(codes[at_max], x[at_max] < 0.0f ? 0xfe : 0x7e);
+  double max_err = 0.0;
+  int subnormals = 0;
+  for (int i = 0; i < D; ++i) {
+    const double back = (double)l10_e4m3_decode(codes[i]) * scale;
+    const double err = fabs(back - x[i]), bound = 0x1p-4 * fabs(x[i]) + 0x1p-10 * scale;
+    ck_assert_msg(err <= bound, "x[%d] = %a: code 0x%02x gives %a, error %g over %g", i, x[i],
+                  codes[i], back, err, bound);
+    max_err = err > max_err ? err : max_err;
+    subnormals += (codes[i] & 0x78) == 0 && (codes[i] & 0x07) != 0;
+  }
+  ck_assert(max_err > 0.0);        /* the values are not all on the grid: the bound was tested */
+  ck_assert_int_gt(subnormals, 0); /* and so was its subnormal term */
 }
 END_TEST
 
@@ -582,6 +728,11 @@ int main(void) {
   tcase_add_test(tc, merge_large_lse_differences);
   tcase_add_test(tc, step_check_refuses_each_bad_field);
   tcase_add_test(tc, units_per_kv_head);
+  tcase_add_test(tc, e4m3_every_code_round_trips);
+  tcase_add_test(tc, e4m3_rounds_to_nearest_even_at_every_midpoint);
+  tcase_add_test(tc, e4m3_known_values);
+  tcase_add_test(tc, fp8_quantise_row_scale_and_codes);
+  tcase_add_test(tc, fp8_quantise_row_round_trip_bound);
   tcase_add_test(tc, reference_hand_worked);
   tcase_add_test(tc, reference_matches_dense_brute_force);
   tcase_add_test(tc, cpu_model_matches_the_reference);

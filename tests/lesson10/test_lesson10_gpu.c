@@ -1,14 +1,16 @@
-/* Lesson 10, GPU: version 1 through its C API on steps the program never makes: a different count
- * of draft tokens per sequence (1 to 16), packed Q, no mask, the causal mask and random token
- * trees (a row that sees no key among them), lengths that are no page multiple, pages shuffled
- * over a pool with NaN in every slot no token owns, GQA 8:1 and MQA (more rows than one block
- * holds), block sizes 8 to 128, one key, sequences cut into many chunks, batches of several waves,
- * and limits (max_q, max_seq_kv) above what any sequence uses. O and the log-sum-exp are poisoned
- * before each launch and checked against the fp64 reference (l10_reference()) on every row; each
- * case runs twice on the same workspace, then again after the lengths, counts
- * and tables change on the device under the same limits, as a captured graph would see them.
- * Under compute-sanitizer (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape.
- * Exits 77 (skipped) without a GPU. */
+/* Lesson 10, GPU: versions 1 and 2 through their C API on steps the program never makes: a
+ * different count of draft tokens per sequence (1 to 16), packed Q, no mask, the causal mask and
+ * random token trees (a row that sees no key among them), lengths that are no page multiple, pages
+ * shuffled over a pool with NaN in every slot no token owns, GQA 8:1 and MQA (more rows than one
+ * block holds), block sizes 8 to 128, one key, sequences cut into many chunks, batches of several
+ * waves, and limits (max_q, max_seq_kv) above what any sequence uses; version 2 on an FP8 cache of
+ * the same pools, appended on the device (its codes and scales checked against the host's
+ * rounding), with rows at the ends of the cache's range. O and the log-sum-exp are poisoned before
+ * each launch and checked against the fp64 reference (l10_reference()) on every row; each case runs
+ * twice on the same workspace, then again after the lengths, counts and tables change on the device
+ * under the same limits, as a captured graph would see them. Under compute-sanitizer
+ * (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape. Exits 77 (skipped) without a
+ * GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +81,24 @@ typedef struct gpu_step {
   uint32_t *d_tree;
   float *d_lse;
   size_t ws_bytes;
+  int fp8;            /* version 2: the step reads the FP8 cache below */
+  void *d_k8, *d_v8;  /* its e4m3 pools */
+  float *d_ks, *d_vs; /* and scales */
+  int *d_slots;       /* every slot of the pool, for the append */
+  float *orig_o;      /* the reference on the values before rounding */
 } gpu_step;
 
+/* @p x rounded to bf16 values in place. */
+static void round_to_bf16(float *x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = attn_bf16_to_f32(attn_f32_to_bf16(x[i]));
+}
+
 /* Draws the step's counts, trees, values and a shuffled pool with NaN in every slot no token
- * owns; lengths and counts from @p lens and @p qlens. */
-static void draw(gpu_step *g, const step_case *c, const int *lens, const int *qlens,
-                 uint64_t seed) {
+ * owns; lengths and counts from @p lens and @p qlens. With @p extremes, rows at the ends of an
+ * FP8 cache's range: one key row in five of K times 8 and of V times 2, one times 1e-3, one all
+ * zeros (a scale of 0). */
+static void draw(gpu_step *g, const step_case *c, const int *lens, const int *qlens, uint64_t seed,
+                 int extremes) {
   const int B = c->batch, H = c->heads, KVH = c->kv_heads, D = c->dim, bs = c->block_size;
   attn_rng rng;
   attn_rng_seed(&rng, seed, 7);
@@ -96,6 +110,7 @@ static void draw(gpu_step *g, const step_case *c, const int *lens, const int *ql
   for (int b = 0; b < B; ++b)
     if (g->tree) random_tree(g->tree + g->qs[b], qlens[b], &rng, lens[b] == qlens[b] || b == 0);
   attn_fill_attention_input(g->q, (size_t)g->total_q * H * D, seed, 1);
+  round_to_bf16(g->q, (size_t)g->total_q * H * D); /* the reference sees the Q the kernel reads */
   const size_t slot = (size_t)KVH * D, pool = (size_t)g->num_blocks * bs * slot;
   for (size_t e = 0; e < pool; ++e) g->k[e] = g->v[e] = NAN;
   /* a shuffled list of blocks; sequence b's pages are the next ones in it */
@@ -121,6 +136,11 @@ static void draw(gpu_step *g, const step_case *c, const int *lens, const int *ql
       memcpy(g->k + at, row, sizeof(float) * slot);
       attn_fill_attention_input(row, slot, seed + 1000u * (uint64_t)b + 11u, (uint64_t)t * 2u + 1u);
       memcpy(g->v + at, row, sizeof(float) * slot);
+      if (!extremes || t % 5 == 0 || t % 5 == 4) continue;
+      for (size_t e = at; e < at + slot; ++e) { /* every KV head's row of this token */
+        g->k[e] *= t % 5 == 1 ? 8.f : t % 5 == 2 ? 1e-3f : 0.f;
+        g->v[e] *= t % 5 == 1 ? 2.f : t % 5 == 2 ? 1e-3f : 0.f;
+      }
     }
   free(row);
   l10_reference(&g->st, g->q, g->qs, g->ql, g->tree, g->k, g->v, g->table, g->lens, NULL, g->ref_o,
@@ -153,12 +173,70 @@ static void send(gpu_step *g, const step_case *c) {
                      cudaSuccess);
 }
 
-/* Poisons O and the log-sum-exp, runs the step, and checks every row against the reference. */
+/* Version 2's cache of the pool just sent: every slot appended on the device from the bf16 pools
+ * into the e4m3 pools. The codes and scales read back must be what l10_fp8_quantise_row() gives
+ * for each row a token owns (its bf16 values); then g->k and g->v hold the cache's values (code x
+ * scale, NaN where a slot held NaN) and the reference is made again on them, the one on the
+ * values before rounding kept in g->orig_o. */
+static void fp8_quantise(gpu_step *g, const step_case *c) {
+  const int bs = c->block_size, kvh = c->kv_heads, D = c->dim;
+  const size_t slots = (size_t)g->num_blocks * bs, rows = slots * kvh, vals = rows * D;
+  ck_assert_int_eq(l10_fp8_append(g->d_k, g->d_v, g->d_slots, (int)slots, kvh, D, bs, g->d_k8,
+                                  g->d_v8, g->d_ks, g->d_vs, 0),
+                   cudaSuccess);
+  ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  uint8_t *codes = (uint8_t *)malloc(vals), *mine = (uint8_t *)malloc((size_t)D);
+  float *scales = (float *)malloc(rows * 4), *x = (float *)malloc((size_t)D * 4);
+  uint16_t *xb = (uint16_t *)malloc((size_t)D * 2);
+  ck_assert(codes && mine && scales && x && xb);
+  size_t checked = 0, rounded = 0;
+  for (int which = 0; which < 2; ++which) {
+    float *pool = which ? g->v : g->k;
+    ck_assert_int_eq(cudaMemcpy(codes, which ? g->d_v8 : g->d_k8, vals, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    ck_assert_int_eq(
+        cudaMemcpy(scales, which ? g->d_vs : g->d_ks, rows * 4, cudaMemcpyDeviceToHost),
+        cudaSuccess);
+    for (size_t r = 0; r < rows; ++r) {
+      const size_t sl = r / kvh, h = r % kvh, si = ((sl / bs) * kvh + h) * bs + sl % bs;
+      float *row = pool + r * D;
+      if (isfinite(row[0])) { /* a row a token owns: the host's rounding, code for code */
+        attn_f32_to_bf16_array(row, xb, (size_t)D);
+        for (int d = 0; d < D; ++d) x[d] = attn_bf16_to_f32(xb[d]);
+        const float want = l10_fp8_quantise_row(x, D, mine);
+        ck_assert_msg(scales[si] == want, "row %zu: scale %g, the host's %g", r, (double)scales[si],
+                      (double)want);
+        for (int d = 0; d < D; ++d) {
+          ck_assert_msg(l10_e4m3_decode(codes[r * D + d]) == l10_e4m3_decode(mine[d]),
+                        "row %zu dim %d: code 0x%02x, the host's 0x%02x", r, d, codes[r * D + d],
+                        mine[d]);
+          rounded += l10_e4m3_decode(mine[d]) * want != x[d];
+        }
+        ++checked;
+      }
+      for (int d = 0; d < D; ++d) row[d] = l10_e4m3_decode(codes[r * D + d]) * scales[si];
+    }
+  }
+  ck_assert_uint_gt(checked, 0);
+  ck_assert_uint_gt(rounded, 0); /* the cache really rounds */
+  free(codes), free(mine), free(scales), free(x), free(xb);
+  const size_t on = (size_t)g->total_q * c->heads * D;
+  memcpy(g->orig_o, g->ref_o, on * 4);
+  l10_reference(&g->st, g->q, g->qs, g->ql, g->tree, g->k, g->v, g->table, g->lens, NULL, g->ref_o,
+                g->ref_lse);
+}
+
+/* Poisons O and the log-sum-exp, runs the step, and checks every row against the reference. For
+ * version 2 the reference is on the cache's values, and O's error against the values before
+ * rounding must stay within twice the error the rounding alone causes (plus bf16's rounding of
+ * O). */
 static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
   const size_t rows = (size_t)g->total_q * c->heads, on = rows * c->dim;
   ck_assert_int_eq(cudaMemset(g->d_o, 0xFF, on * 2), cudaSuccess);
   ck_assert_int_eq(cudaMemset(g->d_lse, 0xFF, rows * 4), cudaSuccess);
-  ck_assert_int_eq(l10_draft(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0), cudaSuccess);
+  ck_assert_int_eq(
+      (g->fp8 ? l10_fp8 : l10_draft)(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0),
+      cudaSuccess);
   ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
   uint16_t *o = (uint16_t *)malloc(on * 2 + 2);
   float *lse = (float *)malloc(rows * 4 + 4);
@@ -180,13 +258,33 @@ static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
                 vo.max_abs, vo.rel_l2, vo.unwritten, vo.nonfinite);
   ck_assert_msg(vl.pass, "%s: lse fails: max_abs %g unwritten %zu nonfinite %zu", what, vl.max_abs,
                 vl.unwritten, vl.nonfinite);
+  if (g->fp8) {
+    attn_verdict got, cache;
+    attn_verdict_init(&got, ATTN_BF16);
+    attn_verdict_init(&cache, ATTN_BF16);
+    for (size_t i = 0; i < on; ++i) {
+      attn_verdict_add(&got, attn_bf16_to_f32(o[i]), g->orig_o[i]);
+      attn_verdict_add(&cache, g->ref_o[i], g->orig_o[i]);
+    }
+    attn_verdict_finish(&got);
+    attn_verdict_finish(&cache);
+    printf("    against the values before rounding: O rel_l2 %.2e, the rounding alone %.2e\n",
+           got.rel_l2, cache.rel_l2);
+    ck_assert_msg(got.rel_l2 <= 2.0 * cache.rel_l2 + 4e-3,
+                  "%s: O's error %g against the values before rounding, more than twice the "
+                  "rounding's %g",
+                  what, got.rel_l2, cache.rel_l2);
+  }
   free(o), free(lse);
 }
 
-START_TEST(draft_steps_match_the_reference) {
-  const step_case *c = attn_test_sanitizer_sized() ? &kCases[_i].small : &kCases[_i].full;
+/* Case @p i with version 1, or version 2 over an FP8 cache of the same pool (@p fp8; a case with
+ * pages under L10_FP8_MIN_BLOCK tokens must then be refused). */
+static void run_case(int i, int fp8) {
+  const step_case *c = attn_test_sanitizer_sized() ? &kCases[i].small : &kCases[i].full;
   gpu_step g;
   memset(&g, 0, sizeof g);
+  g.fp8 = fp8;
   int max_len = 0, max_q = 0, rows_cap = 0;
   for (int b = 0; b < c->batch; ++b) {
     max_len = c->lens[b] > max_len ? c->lens[b] : max_len;
@@ -227,18 +325,34 @@ START_TEST(draft_steps_match_the_reference) {
   g.st.q = g.d_q, g.st.q_start = g.d_qs, g.st.q_lens = g.d_ql, g.st.tree = g.d_tree;
   g.st.k_cache = g.d_k, g.st.v_cache = g.d_v, g.st.block_table = g.d_table;
   g.st.seq_lens = g.d_lens;
+  if (fp8) {
+    const size_t slots = (size_t)g.num_blocks * c->block_size, rows = slots * c->kv_heads;
+    ck_assert_int_eq(cudaMalloc(&g.d_k8, pool), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&g.d_v8, pool), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&g.d_ks, rows * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&g.d_vs, rows * 4), cudaSuccess);
+    int *all = (int *)malloc(slots * 4);
+    g.orig_o = (float *)malloc(qn * 4);
+    ck_assert(all && g.orig_o);
+    for (size_t j = 0; j < slots; ++j) all[j] = (int)j;
+    ck_assert_int_eq(cudaMalloc((void **)&g.d_slots, slots * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(g.d_slots, all, slots * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    free(all);
+    g.st.k_cache = g.d_k8, g.st.v_cache = g.d_v8, g.st.k_scale = g.d_ks, g.st.v_scale = g.d_vs;
+  }
   g.ws_bytes = l10_draft_workspace_bytes(&g.st);
   if (g.ws_bytes) {
     ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
     ck_assert_int_eq(cudaMemset(g.d_ws, 0, g.ws_bytes), cudaSuccess);
   }
   printf(
-      "case %d: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
+      "case %d%s: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
       "chunk %d\n",
-      _i, c->batch, c->heads, c->kv_heads, c->dim, c->block_size, c->mask, lim_q, lim_kv,
-      l10_draft_chunk(&g.st));
-  draw(&g, c, c->lens, c->qlens, 1234u + (uint64_t)_i);
+      i, fp8 ? " (FP8 cache)" : "", c->batch, c->heads, c->kv_heads, c->dim, c->block_size, c->mask,
+      lim_q, lim_kv, l10_draft_chunk(&g.st));
+  draw(&g, c, c->lens, c->qlens, 1234u + (uint64_t)i, fp8);
   send(&g, c);
+  if (fp8) fp8_quantise(&g, c);
   run_and_check(&g, c, "first call");
   run_and_check(&g, c, "second call, same workspace");
   /* The same limits, new lengths and counts on the device: each sequence shorter or as long,
@@ -251,14 +365,53 @@ START_TEST(draft_steps_match_the_reference) {
     if (lens2[b] > lim_kv) lens2[b] = lim_kv;
     if (q2[b] > lim_q) q2[b] = lim_q;
   }
-  draw(&g, c, lens2, q2, 999u + (uint64_t)_i);
+  draw(&g, c, lens2, q2, 999u + (uint64_t)i, fp8);
   send(&g, c);
+  if (fp8) fp8_quantise(&g, c);
   run_and_check(&g, c, "new lengths and counts, same plan");
   cudaFree(g.d_q), cudaFree(g.d_o), cudaFree(g.d_lse), cudaFree(g.d_k), cudaFree(g.d_v);
   cudaFree(g.d_qs), cudaFree(g.d_ql), cudaFree(g.d_lens), cudaFree(g.d_table), cudaFree(g.d_tree);
   cudaFree(g.d_ws);
+  cudaFree(g.d_k8), cudaFree(g.d_v8), cudaFree(g.d_ks), cudaFree(g.d_vs), cudaFree(g.d_slots);
   free(g.qs), free(g.ql), free(g.lens), free(g.table), free(g.tree), free(g.q), free(g.ref_o);
-  free(g.ref_lse), free(g.k), free(g.v);
+  free(g.ref_lse), free(g.k), free(g.v), free(g.orig_o);
+}
+
+START_TEST(draft_steps_match_the_reference) {
+  run_case(_i, 0);
+}
+END_TEST
+
+/* Version 2 on every case whose pages hold at least L10_FP8_MIN_BLOCK tokens, with rows at the
+ * ends of the cache's range (extremes in draw()); the others must be refused. Skipped on GPUs
+ * without e4m3 conversions (below compute capability 8.9). */
+START_TEST(fp8_steps_match_the_reference) {
+  const step_case *c = &kCases[_i].full;
+  if (g_dev.cc_major * 10 + g_dev.cc_minor < 89) {
+    printf("case %d (FP8 cache): skipped, this GPU has no e4m3 conversions\n", _i);
+    return;
+  }
+  if (c->block_size < L10_FP8_MIN_BLOCK) {
+    l10_step st = {.batch = 1,
+                   .heads = c->heads,
+                   .kv_heads = c->kv_heads,
+                   .dim = c->dim,
+                   .max_q = 1,
+                   .max_seq_kv = 16,
+                   .max_blocks = 16 / c->block_size,
+                   .block_size = c->block_size,
+                   .mask = L10_MASK_NONE,
+                   .scale = 0.1f};
+    int *d = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&d, 64), cudaSuccess);
+    st.q = d, st.q_start = d, st.q_lens = d, st.k_cache = d, st.v_cache = d;
+    st.block_table = d, st.seq_lens = d, st.k_scale = (float *)d, st.v_scale = (float *)d;
+    ck_assert_int_eq(l10_fp8(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+    cudaFree(d);
+    printf("case %d (FP8 cache): pages of %d refused\n", _i, c->block_size);
+    return;
+  }
+  run_case(_i, 1);
 }
 END_TEST
 
@@ -292,6 +445,16 @@ START_TEST(bad_limits_are_refused) {
   ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
   st.mask = L10_MASK_NONE, st.dim = 96;
   ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.dim = 128, st.k_scale = (const float *)d; /* one scale array of two */
+  ck_assert_int_eq(l10_fp8(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.v_scale = (const float *)d; /* an FP8 cache: version 1 must refuse it */
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.k_scale = st.v_scale = NULL; /* a bf16 cache: version 2 must refuse it */
+  ck_assert_int_eq(l10_fp8(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  ck_assert_int_eq(l10_fp8_append(d, d, d, 1, 1, 96, 16, d, d, (float *)d, (float *)d, 0),
+                   cudaErrorInvalidValue);
+  ck_assert_int_eq(l10_fp8_append(d, d, d, 1, 1, 128, 24, d, d, (float *)d, (float *)d, 0),
+                   cudaErrorInvalidValue);
   ck_assert_int_eq(cudaGetLastError(), cudaSuccess);
   cudaFree(d);
 }
@@ -305,5 +468,9 @@ int main(void) {
   tcase_add_loop_test(tc, draft_steps_match_the_reference, 0, N_CASES);
   tcase_add_test(tc, bad_limits_are_refused);
   suite_add_tcase(s, tc);
+  TCase *t8 = tcase_create("fp8"); /* version 2: CK_RUN_CASE=fp8 runs it alone */
+  tcase_set_timeout(t8, 600);
+  tcase_add_loop_test(t8, fp8_steps_match_the_reference, 0, N_CASES);
+  suite_add_tcase(s, t8);
   return attn_test_run(s, 1);
 }
