@@ -17,7 +17,21 @@ int l10_draft_chunk(const l10_step *s) {
   const int splits =
       l06_num_splits(slots > INT_MAX ? INT_MAX : (int)slots,
                      blocks > INT_MAX ? INT_MAX : (int)blocks, s->max_seq_kv, L06_MAX_SPLITS);
-  return l06_chunk_len(s->max_seq_kv, splits);
+  if (splits > 1 || blocks <= slots || slots < 1) return l06_chunk_len(s->max_seq_kv, splits);
+  /* More blocks than one wave: the last wave may run nearly empty (512 blocks on 396 slots take
+   * two waves, 65% full). Cut the sequences into the fewest chunks whose blocks fill their last
+   * wave to 90% (512 x 3 on 396 slots: 97%), or the fullest count the chunk's minimum allows. */
+  int best = 1;
+  double best_fill = 0.0;
+  for (int k = 1; k <= L06_MAX_SPLITS; ++k) {
+    const int len = l06_chunk_len(s->max_seq_kv, k);
+    if (k > 1 && len < L06_MIN_CHUNK) break;
+    const long long total = blocks * ((s->max_seq_kv + len - 1) / len);
+    const double fill = (double)total / ((double)((total + slots - 1) / slots) * slots);
+    if (fill > best_fill + 1e-9) best = k, best_fill = fill;
+    if (fill >= 0.9) break;
+  }
+  return l06_chunk_len(s->max_seq_kv, best);
 }
 
 size_t l10_draft_workspace_bytes(const l10_step *s) {
