@@ -9,8 +9,10 @@
  *  - the pools hold e4m3 codes, and each key row (a token's dim values of one KV head) its fp32
  *    scale, K and V apart (l10_fp8_append() writes both); a tile is 16 rows of dim bytes plus the
  *    16 scales of K and of V, each lane copying one scale (4 bytes, zero past the chunk's end);
- *  - the ring holds twice the tiles in the same bytes (FD_STAGES 5 at dim 128, 10 at 64), still
- *    two blocks per SM; pages of at least 16 tokens, so that a tile lies in one page;
+ *  - three blocks per SM (the registers fit 170 a thread), each warp's ring 3 tiles deep at dim
+ *    128 and 7 at 64; pages of at least 16 tokens, so that a tile lies in one page;
+ *  - the mask test behind a branch the whole warp takes: a tile every row sees whole pays only
+ *    the K scales (version 1's per-score `whole || ...` made the compiler test every tile);
  *  - S = Q K^T: one ldmatrix.x4 gives a lane 4 codes of a key row for each of two k-steps and two
  *    n8 tiles; cvt.rn.f16x2.e4m3x2 widens each pair exactly. The 4 codes are dims 4 t4 .. 4 t4 + 3
  *    of the k-step, where a bf16 B fragment holds dims 2 t4, 2 t4 + 1 and 2 t4 + 8, 2 t4 + 9: the
@@ -38,9 +40,20 @@
  * Prediction: 1.8-1.9x version 1's tokens per second where version 1 runs at the memory's speed
  * (2-8 tokens from batch 16, 32k keys), if the widening keeps up. Per 16-key tile and row tile a
  * warp now issues 64 cvt (f16x2 from two codes), 16 prmt and 8 ldmatrix besides its 32 mma; at
- * one row tile that is well inside a tile's time at 4.8 TB/s (about 250 SM cycles at dim 128),
- * but each row tile widens its own copy, so 8 and 16 tokens (2 and 4 row tiles at 32/8 heads) may
- * run out of issue slots first.
+ * one row tile that fits a tile's time at 4.8 TB/s (about 230 SM cycles at dim 128), but each row
+ * tile widens its own copy, so 8 and 16 tokens (2 and 4 row tiles at 32/8 heads) may run out of
+ * issue slots first.
+ *
+ * Measured: H200, 2026-11-26 (docs/results/h200-l10c-2026-11-26, bench/lesson10_peers.py, causal,
+ * 32/8 heads, dim 128): 1-4 draft tokens at batch 16-64 with 32k-128k keys 1.79-1.88x version 1
+ * (4.09-4.39 TB/s of the bytes read, 85-91% of HBM); 8 and 16 tokens 1.27-1.32x; batch 1
+ * 1.07-1.65x, 0.84-1.03x with 4k keys. Development runs of the same day (the archive's dev-*.log
+ * and ncu-dev-v2-s4.txt): the first form (two blocks per SM, a ring of 5, the mask as version 1
+ * wrote it) ran at 1.50x with 1-4 tokens at batch 16 and 32k keys, 515 warp instructions a tile at
+ * 0.46 issued per cycle and scheduler; the branch around the mask took it to 1.82x, three blocks
+ * per SM to 1.84x (8 tokens 1.18x to 1.29x). Widening by moving bits on the integer units lost
+ * (1.35x for K, 1.20x for K and V, against cvt's 1.50x): that pipe was already the busiest. The
+ * error of O is the cache's rounding and O's own added as independent errors (README).
  *
  * Run: `./run 3`, `./run 3 --seq 16`, `./run --batch 16 --kv-seq 32768 --seq 4`.
  */
@@ -72,7 +85,8 @@
 #define FD_STAGE_BYTES (FD_SCALE_OFF + 2 * FD_TK * 4) /**< K, V and their scales */
 #define FD_ROWS L10_UNIT_ROWS                         /**< group rows of a unit: 4 row tiles */
 #define FD_Q_BYTES (FD_ROWS * FD_ROWB)                /**< the unit's Q tile: 16 KiB at dim 128 */
-/** The ring: tiles in flight per warp, version 1's bytes in twice the tiles, two blocks per SM. */
+/** The ring: tiles per warp; three blocks per SM (about 66 KiB of shared memory each at dim 128).
+ */
 #define FD_STAGES (HEAD_DIM == 64 ? 7 : 3)
 /** Bytes of one warp's slice: FD_STAGES stages; the warp's fp32 16 x dim state reuses it at the
  * end (16 x dim x 4 bytes, two stages). */
@@ -728,7 +742,7 @@ static __device__ __forceinline__ void fd_body(
       seq_lens, heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, \
       splits, chunk
 
-/** The kernel: two blocks per SM. */
+/** The kernel: three blocks per SM. */
 static __global__ void __launch_bounds__(L06_THREADS, 3) FD_KERNEL(FD_PARAMS) {
   fd_body(FD_ARGS);
 }
