@@ -847,8 +847,13 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q;
   const uint8_t *k = (const uint8_t *)st->k_cache, *v = (const uint8_t *)st->v_cache;
-  ATTN_TRY(
-      cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FD_SMEM_BYTES));
+  static int smem_set = 0; /* once, so that a launch being captured into a CUDA graph makes no
+                              other CUDA call than the launches and their error checks */
+  if (!smem_set) {
+    ATTN_TRY(cudaFuncSetAttribute(FD_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  FD_SMEM_BYTES));
+    smem_set = 1;
+  }
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
       q, k, v, st->k_scale, st->v_scale, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse,
       st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,

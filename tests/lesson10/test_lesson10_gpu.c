@@ -278,10 +278,10 @@ static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
   free(o), free(lse);
 }
 
-/* Case @p i with version 1, or version 2 over an FP8 cache of the same pool (@p fp8; a case with
- * pages under L10_FP8_MIN_BLOCK tokens must then be refused). */
-static void run_case(int i, int fp8) {
-  const step_case *c = attn_test_sanitizer_sized() ? &kCases[i].small : &kCases[i].full;
+/* Allocates case @p c's buffers, sized for its limits, on the host and the device (with @p fp8,
+ * version 2's pools, scales and slot list too), and sets g->st; the limits into @p lim_q and
+ * @p lim_kv. */
+static void alloc_step(gpu_step *g_, const step_case *c, int fp8, int *lim_q_, int *lim_kv_) {
   gpu_step g;
   memset(&g, 0, sizeof g);
   g.fp8 = fp8;
@@ -345,6 +345,25 @@ static void run_case(int i, int fp8) {
     ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
     ck_assert_int_eq(cudaMemset(g.d_ws, 0, g.ws_bytes), cudaSuccess);
   }
+  *g_ = g, *lim_q_ = lim_q, *lim_kv_ = lim_kv;
+}
+
+/* Frees what alloc_step() allocated. */
+static void free_step(gpu_step *g) {
+  cudaFree(g->d_q), cudaFree(g->d_o), cudaFree(g->d_lse), cudaFree(g->d_k), cudaFree(g->d_v);
+  cudaFree(g->d_qs), cudaFree(g->d_ql), cudaFree(g->d_lens), cudaFree(g->d_table);
+  cudaFree(g->d_tree), cudaFree(g->d_ws);
+  cudaFree(g->d_k8), cudaFree(g->d_v8), cudaFree(g->d_ks), cudaFree(g->d_vs), cudaFree(g->d_slots);
+  free(g->qs), free(g->ql), free(g->lens), free(g->table), free(g->tree), free(g->q);
+  free(g->ref_o), free(g->ref_lse), free(g->k), free(g->v), free(g->orig_o);
+}
+
+/* Case @p i with version 1, or version 2 over an FP8 cache of the same pool (@p fp8). */
+static void run_case(int i, int fp8) {
+  const step_case *c = attn_test_sanitizer_sized() ? &kCases[i].small : &kCases[i].full;
+  gpu_step g;
+  int lim_q = 0, lim_kv = 0;
+  alloc_step(&g, c, fp8, &lim_q, &lim_kv);
   printf(
       "case %d%s: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
       "chunk %d\n",
@@ -369,12 +388,7 @@ static void run_case(int i, int fp8) {
   send(&g, c);
   if (fp8) fp8_quantise(&g, c);
   run_and_check(&g, c, "new lengths and counts, same plan");
-  cudaFree(g.d_q), cudaFree(g.d_o), cudaFree(g.d_lse), cudaFree(g.d_k), cudaFree(g.d_v);
-  cudaFree(g.d_qs), cudaFree(g.d_ql), cudaFree(g.d_lens), cudaFree(g.d_table), cudaFree(g.d_tree);
-  cudaFree(g.d_ws);
-  cudaFree(g.d_k8), cudaFree(g.d_v8), cudaFree(g.d_ks), cudaFree(g.d_vs), cudaFree(g.d_slots);
-  free(g.qs), free(g.ql), free(g.lens), free(g.table), free(g.tree), free(g.q), free(g.ref_o);
-  free(g.ref_lse), free(g.k), free(g.v), free(g.orig_o);
+  free_step(&g);
 }
 
 START_TEST(draft_steps_match_the_reference) {
@@ -460,6 +474,72 @@ START_TEST(bad_limits_are_refused) {
 }
 END_TEST
 
+/* One launch captured into a CUDA graph, then replayed after the lengths, counts and tables (and
+ * for version 2 the FP8 cache) change on the device under the same limits, three times: each replay
+ * must equal a direct launch on the same values bit for bit, and the direct launch the reference.
+ * Loop index: version 1 (0) or version 2 (1; skipped without e4m3 conversions). */
+START_TEST(graph_replay_matches_direct_launch) {
+  const int fp8 = _i;
+  if (fp8 && g_dev.cc_major * 10 + g_dev.cc_minor < 89) {
+    printf("graph replay (FP8 cache): skipped, this GPU has no e4m3 conversions\n");
+    return;
+  }
+  const step_case *c = attn_test_sanitizer_sized() ? &kCases[1].small : &kCases[1].full;
+  gpu_step g;
+  int lim_q = 0, lim_kv = 0;
+  alloc_step(&g, c, fp8, &lim_q, &lim_kv);
+  const size_t rows = (size_t)c->batch * lim_q * c->heads, on = rows * c->dim;
+  uint16_t *o_direct = (uint16_t *)malloc(on * 2), *o_graph = (uint16_t *)malloc(on * 2);
+  float *l_direct = (float *)malloc(rows * 4), *l_graph = (float *)malloc(rows * 4);
+  ck_assert(o_direct && o_graph && l_direct && l_graph);
+  draw(&g, c, c->lens, c->qlens, 77u, fp8);
+  send(&g, c);
+  if (fp8) fp8_quantise(&g, c);
+  run_and_check(&g, c, "direct launch before the capture");
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ck_assert_int_eq(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  const cudaError_t launched =
+      (fp8 ? l10_fp8 : l10_draft)(&g.st, g.d_o, g.d_lse, g.d_ws, g.ws_bytes, stream);
+  ck_assert_int_eq(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ck_assert_int_eq(launched, cudaSuccess);
+  ck_assert_int_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int round = 1; round <= 3; ++round) {
+    int lens[8], q[8]; /* the case's lengths and counts rotated: the same limits */
+    for (int b = 0; b < c->batch; ++b) {
+      lens[b] = c->lens[(b + round) % c->batch];
+      q[b] = c->qlens[(b + 2 * round) % c->batch];
+      if (q[b] > lens[b]) q[b] = lens[b];
+    }
+    draw(&g, c, lens, q, 77u + (uint64_t)round, fp8);
+    send(&g, c);
+    if (fp8) fp8_quantise(&g, c);
+    run_and_check(&g, c, "direct launch");
+    const size_t n_o = (size_t)g.total_q * c->heads * c->dim, n_l = (size_t)g.total_q * c->heads;
+    ck_assert_int_eq(cudaMemcpy(o_direct, g.d_o, n_o * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(l_direct, g.d_lse, n_l * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(g.d_o, 0xFF, on * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(g.d_lse, 0xFF, rows * 4), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(),
+                     cudaSuccess); /* the stream does not wait on stream 0 */
+    ck_assert_int_eq(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(o_graph, g.d_o, n_o * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(l_graph, g.d_lse, n_l * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_msg(
+        memcmp(o_direct, o_graph, n_o * 2) == 0 && memcmp(l_direct, l_graph, n_l * 4) == 0,
+        "round %d: the graph's replay differs from the direct launch", round);
+    printf("  round %d%s: the graph's replay equals the direct launch bit for bit\n", round,
+           fp8 ? " (FP8 cache)" : "");
+  }
+  cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream);
+  free(o_direct), free(o_graph), free(l_direct), free(l_graph);
+  free_step(&g);
+}
+END_TEST
+
 int main(void) {
   attn_test_gpu_or_skip(&g_dev);
   Suite *s = suite_create("lesson10_gpu");
@@ -468,6 +548,10 @@ int main(void) {
   tcase_add_loop_test(tc, draft_steps_match_the_reference, 0, N_CASES);
   tcase_add_test(tc, bad_limits_are_refused);
   suite_add_tcase(s, tc);
+  TCase *tg = tcase_create("graph"); /* CK_RUN_CASE=graph runs it alone */
+  tcase_set_timeout(tg, 600);
+  tcase_add_loop_test(tg, graph_replay_matches_direct_launch, 0, 2);
+  suite_add_tcase(s, tg);
   TCase *t8 = tcase_create("fp8"); /* version 2: CK_RUN_CASE=fp8 runs it alone */
   tcase_set_timeout(t8, 600);
   tcase_add_loop_test(t8, fp8_steps_match_the_reference, 0, N_CASES);
