@@ -11,6 +11,13 @@
  *           does it (scores x scale x log2(e), exp2f);
  *   then    the four warps merged into the chunk's state (normalised O, natural-log LSE), and the
  *           chunks merged into the row with l10_merge_state().
+ *
+ * Version 2 (s->k_scale and s->v_scale set; here host arrays, `[pages, kv_heads, block_size]`):
+ * the pools hold the e4m3 codes' values and each key row its scales. A score is the key's K scale
+ * times Q . code; each warp keeps sigma, the largest V scale of its tiles so far, adds P x
+ * (v_scale / sigma) x code to O, rescales O by sigma_old / sigma_new when sigma grows, and
+ * multiplies O by sigma before the warps are merged: the kernel's algebra, whose answer is the
+ * attention over code x scale.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -30,12 +37,13 @@ static int clamp_int(int x, int lo, int hi) {
 
 /* One block's scratch: the warps' states and the chunk's, for L10_UNIT_ROWS rows. */
 typedef struct scratch {
-  float *m;     /* [MODEL_WARPS][rows] running max of scores x scale x log2(e) */
-  float *l;     /* [MODEL_WARPS][rows] running sum of exp2(score - m) */
-  float *acc;   /* [MODEL_WARPS][rows][dim] unnormalised O */
-  float *o;     /* [rows][dim] the chunk's normalised O */
-  float *lse;   /* [rows] the chunk's natural-log LSE */
-  float *score; /* [MODEL_TILE] one row's scores over one tile */
+  float *m;                 /* [MODEL_WARPS][rows] running max of scores x scale x log2(e) */
+  float *l;                 /* [MODEL_WARPS][rows] running sum of exp2(score - m) */
+  float *acc;               /* [MODEL_WARPS][rows][dim] unnormalised O */
+  float *o;                 /* [rows][dim] the chunk's normalised O */
+  float *lse;               /* [rows] the chunk's natural-log LSE */
+  float *score;             /* [MODEL_TILE] one row's scores over one tile */
+  float sigma[MODEL_WARPS]; /* version 2: each warp's largest V scale so far (0: none) */
 } scratch;
 
 static int scratch_alloc(scratch *w, int dim) {
@@ -56,6 +64,14 @@ static void scratch_free(scratch *w) {
 /* Block (b, kvh, u) over one chunk [k0, k1): the warps' online softmaxes, then their merge into
  * the chunk state w->o, w->lse of the block's rows 0..rows-1. row0: q_start[b]; table: the
  * sequence's row of the block table. */
+/* Key j's scale in a scale array of version 2 (`[pages, kv_heads, block_size]`), or 1 without
+ * one (version 1). */
+static float key_scale(const l10_step *s, const float *scales, const int *table, int j, int kvh) {
+  if (!scales) return 1.0f;
+  const int page = table[j / s->block_size];
+  return scales[((size_t)page * s->kv_heads + kvh) * s->block_size + j % s->block_size];
+}
+
 static void model_chunk(const l10_step *s, const float *q, int row0, const uint32_t *tree,
                         const float *k_cache, const float *v_cache, const int *table, int q_b,
                         int n_b, int kvh, int u, int rows, int k0, int k1, scratch *w) {
@@ -63,11 +79,22 @@ static void model_chunk(const l10_step *s, const float *q, int row0, const uint3
   const float scale_log2 = s->scale * kLog2e;
   for (int x = 0; x < MODEL_WARPS * rows; ++x) w->m[x] = -INFINITY, w->l[x] = 0.0f;
   for (size_t x = 0; x < (size_t)MODEL_WARPS * rows * dim; ++x) w->acc[x] = 0.0f;
+  for (int wp = 0; wp < MODEL_WARPS; ++wp) w->sigma[wp] = s->v_scale ? 0.0f : 1.0f;
 
   /* Tile t of the chunk goes to warp t % 4: each warp walks every fourth tile. */
   for (int t = 0; k0 + t * MODEL_TILE < k1; ++t) {
     const int wp = t % MODEL_WARPS, t0 = k0 + t * MODEL_TILE;
     const int t1 = t0 + MODEL_TILE < k1 ? t0 + MODEL_TILE : k1;
+    if (s->v_scale) { /* version 2: sigma grows to the tile's largest V scale */
+      float vmax = 0.0f;
+      for (int j = t0; j < t1; ++j) vmax = fmaxf(vmax, key_scale(s, s->v_scale, table, j, kvh));
+      if (vmax > w->sigma[wp]) {
+        const float ratio = w->sigma[wp] / vmax; /* O is kept in units of sigma */
+        for (size_t x = (size_t)wp * rows * dim; x < (size_t)(wp + 1) * rows * dim; ++x)
+          w->acc[x] *= ratio;
+        w->sigma[wp] = vmax;
+      }
+    }
     for (int r = 0; r < rows; ++r) {
       const int gr = u * L10_UNIT_ROWS + r, i = gr / G, h = kvh * G + gr % G;
       const size_t row = (size_t)row0 + (size_t)i; /* the token's row of q */
@@ -82,7 +109,7 @@ static void model_chunk(const l10_step *s, const float *q, int row0, const uint3
               k_cache + l07_kv_offset(table, s->block_size, s->kv_heads, dim, j, kvh, 0);
           float dot = 0.0f;
           for (int d = 0; d < dim; ++d) dot += qr[d] * kj[d];
-          sc = dot * scale_log2;
+          sc = key_scale(s, s->k_scale, table, j, kvh) * dot * scale_log2;
         }
         w->score[j - t0] = sc;
         mt = fmaxf(mt, sc);
@@ -99,8 +126,13 @@ static void model_chunk(const l10_step *s, const float *q, int row0, const uint3
         const float p = exp2f(w->score[j - t0] - m_new);
         const float *vj =
             v_cache + l07_kv_offset(table, s->block_size, s->kv_heads, dim, j, kvh, 0);
+        /* version 2: P' = P x v_scale / sigma, at most P (0 while every V scale seen is 0) */
+        const float sg = w->sigma[wp];
+        const float pv = !s->v_scale ? p
+                         : sg > 0.0f ? p * (key_scale(s, s->v_scale, table, j, kvh) / sg)
+                                     : 0.0f;
         *l += p;
-        for (int d = 0; d < dim; ++d) acc[d] += p * vj[d];
+        for (int d = 0; d < dim; ++d) acc[d] += pv * vj[d];
       }
       *m = m_new;
     }
@@ -121,7 +153,7 @@ static void model_chunk(const l10_step *s, const float *q, int row0, const uint3
       const float c = exp2f(w->m[wp * rows + r] - mx); /* 0 for an empty warp */
       const float *acc = w->acc + ((size_t)wp * rows + r) * dim;
       l += c * w->l[wp * rows + r];
-      for (int d = 0; d < dim; ++d) o[d] += c * acc[d];
+      for (int d = 0; d < dim; ++d) o[d] += c * w->sigma[wp] * acc[d]; /* O in its own units */
     }
     for (int d = 0; d < dim; ++d) o[d] /= l;
     w->lse[r] = (mx + log2f(l)) * kLn2; /* base 2 back to natural log */

@@ -192,7 +192,10 @@ int l10_reference(const l10_step *s, const float *q, const int *q_start, const i
  * them (tile t to warp t % 4; where the kernel's warps share their tiles among several row tiles,
  * each row still sees every tile once, in another order), each warp's online softmax in base 2,
  * the warps merged, then the chunks merged with l10_merge_state(). Same arguments as
- * l10_reference() (no row mask). Returns 0, or -1 when memory ran out.
+ * l10_reference() (no row mask). With s->k_scale and s->v_scale set (host arrays here) it is
+ * version 2's: @p k_cache and @p v_cache hold the e4m3 codes' values, the K scales multiply the
+ * scores and the V scales enter P over each warp's running maximum. Returns 0, or -1 when memory
+ * ran out.
  */
 int l10_cpu_model(const l10_step *s, int chunk, const float *q, const int *q_start,
                   const int *q_lens, const uint32_t *tree, const float *k_cache,

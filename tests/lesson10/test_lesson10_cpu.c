@@ -715,6 +715,64 @@ START_TEST(cpu_model_matches_the_reference) {
 }
 END_TEST
 
+/* Version 2's CPU model: the pools quantised row by row (codes' values, a scale per key row; the
+ * rows no token owns stay NaN), the model with those scales against the reference on code x
+ * scale, for the cases above whose pages hold at least L10_FP8_MIN_BLOCK tokens, at several
+ * chunks. A model that forgot to rescale O when sigma grows fails here. */
+START_TEST(cpu_model_of_version_2_matches_the_reference_on_the_cache) {
+  const spec cases[] = {
+      {1, 4, 4, 64, 16, L10_MASK_CAUSAL, kOneQ, kOneKv, 0, 1},
+      {4, 16, 2, 128, 16, L10_MASK_CAUSAL, kVarQ, kVarKv, 1, 3},
+      {2, 32, 1, 64, 16, L10_MASK_TREE, kMqaQ, kMqaKv, 0, 5},
+      {2, 32, 1, 128, 32, L10_MASK_CAUSAL, kMqaQ, kMqaKv, 1, 6},
+      {3, 8, 2, 64, 16, L10_MASK_TREE, kTreeQ, kTreeKv, 1, 8},
+  };
+  const int chunks[3] = {64, 16, 4096};
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; ++t) {
+    problem p;
+    build(&cases[t], &p);
+    const int D = p.s.dim, KVH = p.s.kv_heads, BS = p.s.block_size;
+    const size_t rows = (size_t)p.num_blocks * BS * KVH;
+    float *kc = malloc(rows * D * 4), *vc = malloc(rows * D * 4);
+    float *ks = malloc(rows * 4), *vs = malloc(rows * 4);
+    uint8_t *codes = malloc((size_t)D);
+    ck_assert(kc && vc && ks && vs && codes);
+    for (size_t r = 0; r < rows; ++r) { /* row r: slot r / KVH, KV head r % KVH */
+      const size_t sl = r / KVH, si = ((sl / BS) * KVH + r % KVH) * BS + sl % BS;
+      for (int which = 0; which < 2; ++which) {
+        float *pool = (which ? p.v_pool : p.k_pool) + r * D, *c = (which ? vc : kc) + r * D;
+        if (!isfinite(pool[0])) { /* a slot no token owns: NaN stays */
+          (which ? vs : ks)[si] = NAN;
+          for (int d = 0; d < D; ++d) c[d] = NAN;
+          continue;
+        }
+        const float sc = l10_fp8_quantise_row(pool, D, codes);
+        (which ? vs : ks)[si] = sc;
+        for (int d = 0; d < D; ++d) c[d] = l10_e4m3_decode(codes[d]), pool[d] = c[d] * sc;
+      }
+    }
+    float *ro, *rl;
+    outputs(&p, &ro, &rl);
+    ck_assert_int_eq(run_reference(&p, NULL, ro, rl), 0); /* on code x scale */
+    l10_step s8 = p.s;
+    s8.k_scale = ks, s8.v_scale = vs;
+    for (int ci = 0; ci < 3; ++ci) {
+      float *mo, *ml;
+      outputs(&p, &mo, &ml);
+      ck_assert_int_eq(l10_cpu_model(&s8, chunks[ci], p.q, p.q_start, p.q_lens, p.s.tree, kc, vc,
+                                     p.table, p.seq_lens, mo, ml),
+                       0);
+      char what[64];
+      snprintf(what, sizeof what, "fp8 case %zu chunk %d", t, chunks[ci]);
+      compare(&p, ro, rl, mo, ml, 1e-5, what);
+      free(mo), free(ml);
+    }
+    free(ro), free(rl), free(kc), free(vc), free(ks), free(vs), free(codes);
+    problem_free(&p);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson10_cpu");
   TCase *tc = tcase_create("cpu");
@@ -728,6 +786,7 @@ int main(void) {
   tcase_add_test(tc, merge_large_lse_differences);
   tcase_add_test(tc, step_check_refuses_each_bad_field);
   tcase_add_test(tc, units_per_kv_head);
+  tcase_add_test(tc, cpu_model_of_version_2_matches_the_reference_on_the_cache);
   tcase_add_test(tc, e4m3_every_code_round_trips);
   tcase_add_test(tc, e4m3_rounds_to_nearest_even_at_every_midpoint);
   tcase_add_test(tc, e4m3_known_values);
