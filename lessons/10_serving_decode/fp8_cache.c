@@ -1,12 +1,14 @@
-/* Lesson 10's e4m3 on the host: the code of a float and the float of a code, and one key row
- * quantised with its scale exactly as fp8_append.cu writes it, so the tests and the reference can
- * rebuild the FP8 cache bit for bit. See serving_decode.h, "The FP8 cache (version 2)".
+/* Lesson 10's e4m3 on the host: the code of a float and the float of a code, one key row
+ * quantised with its scale exactly as fp8_append.cu writes it, and a whole pool quantised or read
+ * back, so the tests and the reference can rebuild the FP8 cache bit for bit. See serving_decode.h,
+ * "The FP8 cache (version 2)".
  *
  * e4m3: 1 sign bit, 4 exponent bits (bias 7), 3 mantissa bits, no infinities. Exponent 0 holds
  * the subnormals m x 2^-9; the others (1 + m/8) x 2^(e-7); 0x7f and 0xff are NaN, so the largest
  * finite value is 0x7e = 1.75 x 2^8 = 448. Read as unsigned numbers, the codes 0x00..0x7e run
  * through the non-negative values in increasing order, and the encoder leans on that. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "serving_decode.h"
 
@@ -61,4 +63,50 @@ float l10_fp8_quantise_row(const float *x, int dim, uint8_t *codes) {
   const float inv = L10_E4M3_MAX / amax;
   for (int i = 0; i < dim; ++i) codes[i] = l10_e4m3_encode(x[i] * inv);
   return amax / L10_E4M3_MAX;
+}
+
+/* Row r of a pool `[pages, block_size, kv_heads, dim]` is slot r / kv_heads, KV head
+ * r % kv_heads; its scale sits at [page, KV head, slot in the page]. */
+static size_t scale_index(size_t r, int block_size, int kv_heads) {
+  const size_t slot = r / (size_t)kv_heads, page = slot / (size_t)block_size;
+  return (page * (size_t)kv_heads + r % (size_t)kv_heads) * (size_t)block_size +
+         slot % (size_t)block_size;
+}
+
+int l10_fp8_quantise_pool(const float *pool, int pages, int block_size, int kv_heads, int dim,
+                          float *codes, float *scales, float *values) {
+  uint8_t *row = (uint8_t *)malloc((size_t)dim);
+  if (!row) return -1;
+  const size_t rows = (size_t)pages * block_size * kv_heads;
+  for (size_t r = 0; r < rows; ++r) {
+    const float *x = pool + r * dim;
+    const size_t si = scale_index(r, block_size, kv_heads);
+    if (!isfinite(x[0])) { /* a slot no token owns: NaN stays */
+      scales[si] = NAN;
+      for (int d = 0; d < dim; ++d) {
+        codes[r * dim + d] = NAN;
+        if (values) values[r * dim + d] = NAN;
+      }
+      continue;
+    }
+    const float sc = l10_fp8_quantise_row(x, dim, row);
+    scales[si] = sc;
+    for (int d = 0; d < dim; ++d) {
+      codes[r * dim + d] = l10_e4m3_decode(row[d]);
+      if (values) values[r * dim + d] = codes[r * dim + d] * sc;
+    }
+  }
+  free(row);
+  return 0;
+}
+
+void l10_fp8_dequantise_pool(const uint8_t *codes, const float *scales, int pages, int block_size,
+                             int kv_heads, int dim, float *values) {
+  float value[256]; /* every code's value */
+  for (int c = 0; c < 256; ++c) value[c] = l10_e4m3_decode((uint8_t)c);
+  const size_t rows = (size_t)pages * block_size * kv_heads;
+  for (size_t r = 0; r < rows; ++r) {
+    const float sc = scales[scale_index(r, block_size, kv_heads)];
+    for (int d = 0; d < dim; ++d) values[r * dim + d] = value[codes[r * dim + d]] * sc;
+  }
 }

@@ -145,6 +145,17 @@ float l10_e4m3_decode(uint8_t c);
  * codes e4m3(x * (448 / amax)) (each product one fp32 rounding), all 0 for a row of zeros; returns
  * the scale amax / 448 (0 for a row of zeros). The values must be finite. */
 float l10_fp8_quantise_row(const float *x, int dim, uint8_t *codes);
+/** Every key row of a float pool (`[pages, block_size, kv_heads, dim]`) as l10_fp8_quantise_row()
+ * writes it: @p codes the codes' values (the same layout), @p scales the rows' scales
+ * (`[pages, kv_heads, block_size]`), @p values (NULL, or @p pool itself) code x scale. A row whose
+ * first value is not finite (a slot no token owns) is left NaN in all three. Returns 0, or -1 when
+ * memory ran out. */
+int l10_fp8_quantise_pool(const float *pool, int pages, int block_size, int kv_heads, int dim,
+                          float *codes, float *scales, float *values);
+/** An FP8 pool read back: @p values (`[pages, block_size, kv_heads, dim]`) = code x its row's
+ * scale, NaN where the code is NaN. */
+void l10_fp8_dequantise_pool(const uint8_t *codes, const float *scales, int pages, int block_size,
+                             int kv_heads, int dim, float *values);
 /**
  * Quantise-on-append: token t's K and V rows (`[n_tokens, kv_heads, dim]` bf16, on the device)
  * into slot @p slots[t] (page slots[t] / block_size, row slots[t] % block_size; below 0: skipped)

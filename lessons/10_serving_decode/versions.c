@@ -130,8 +130,6 @@ static cudaError_t fp8_cache(draft_state *s, const attn_problem *p, int num_bloc
   void *d_slot = NULL, *k8 = NULL, *v8 = NULL;
   cudaError_t e = slot && codes && scales ? cudaSuccess : cudaErrorMemoryAllocation;
   for (size_t i = 0; e == cudaSuccess && i < slots; ++i) slot[i] = (int)i;
-  float value[256]; /* every code's value */
-  for (int c = 0; c < 256; ++c) value[c] = l10_e4m3_decode((uint8_t)c);
   if (e == cudaSuccess) e = upload(&d_slot, slot, sizeof(int) * slots);
   if (e == cudaSuccess) e = cudaMalloc(&k8, vals);
   if (e == cudaSuccess) e = cudaMalloc(&v8, vals);
@@ -146,11 +144,8 @@ static cudaError_t fp8_cache(draft_state *s, const attn_problem *p, int num_bloc
     if (e == cudaSuccess)
       e = cudaMemcpy(scales, which ? s->d_vs : s->d_ks, sizeof(float) * rows,
                      cudaMemcpyDeviceToHost);
-    float *dst = which ? v : k;
-    for (size_t r = 0; e == cudaSuccess && r < rows; ++r) { /* row r: slot r / kvh, head r % kvh */
-      const size_t sl = r / kvh, si = ((sl / bs) * kvh + r % kvh) * bs + sl % bs;
-      for (int d = 0; d < D; ++d) dst[r * D + d] = value[codes[r * D + d]] * scales[si];
-    }
+    if (e == cudaSuccess)
+      l10_fp8_dequantise_pool(codes, scales, num_blocks, bs, kvh, D, which ? v : k);
   }
   free(slot), free(codes), free(scales);
   cudaFree(d_slot);
@@ -433,18 +428,10 @@ static int cpu_model_fp8(const l10_step *st, int chunk, const float *q, const in
   float *ks = (float *)malloc(rows * 4), *vs = (float *)malloc(rows * 4);
   float *o3 = (float *)malloc(on * 4), *l3 = (float *)malloc(ln * 4);
   float *o4 = (float *)malloc(on * 4), *l4 = (float *)malloc(ln * 4);
-  uint8_t *codes = (uint8_t *)malloc((size_t)D);
   int status = 1;
-  if (kc && vc && kd && vd && ks && vs && o3 && l3 && o4 && l4 && codes) {
-    for (size_t r = 0; r < rows; ++r) { /* row r: slot r / KVH, KV head r % KVH */
-      const size_t sl = r / KVH, si = ((sl / BS) * KVH + r % KVH) * BS + sl % BS;
-      for (int which = 0; which < 2; ++which) {
-        const float sc = l10_fp8_quantise_row((which ? v : k) + r * D, D, codes);
-        float *c = (which ? vc : kc) + r * D, *dq = (which ? vd : kd) + r * D;
-        (which ? vs : ks)[si] = sc;
-        for (int d = 0; d < D; ++d) c[d] = l10_e4m3_decode(codes[d]), dq[d] = c[d] * sc;
-      }
-    }
+  if (kc && vc && kd && vd && ks && vs && o3 && l3 && o4 && l4 &&
+      l10_fp8_quantise_pool(k, pool_blocks, BS, KVH, D, kc, ks, kd) == 0 &&
+      l10_fp8_quantise_pool(v, pool_blocks, BS, KVH, D, vc, vs, vd) == 0) {
     l10_reference(st, q, qs, ql, tree, kd, vd, table, lens, NULL, o3, l3);
     l10_step st8 = *st;
     st8.k_scale = ks, st8.v_scale = vs;
@@ -476,7 +463,7 @@ static int cpu_model_fp8(const l10_step *st, int chunk, const float *q, const in
     }
   }
   free(kc), free(vc), free(kd), free(vd), free(ks), free(vs), free(o3), free(l3), free(o4);
-  free(l4), free(codes);
+  free(l4);
   return status;
 }
 
