@@ -310,8 +310,8 @@ static __device__ __forceinline__ void fd_softmax_update(float sc[2][4], float r
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int hf = e >> 1, col = key0 + nt * 8 + t4 * 2 + (e & 1), d = col - base;
-        const int seen = col < lim[hf] ||
-                         (col < j1 && d >= 0 && d < 32 && ((bits[hf] >> (d & 31)) & 1u) != 0u);
+        const int seen =
+            col < lim[hf] || (col < j1 && d >= 0 && d < 32 && ((bits[hf] >> (d & 31)) & 1u) != 0u);
         if (!seen) sc[nt][e] = -INFINITY;
       }
   }
@@ -319,8 +319,8 @@ static __device__ __forceinline__ void fd_softmax_update(float sc[2][4], float r
   int grew = 0;
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
-    float mx = fmaxf(fmaxf(sc[0][2 * hf], sc[0][2 * hf + 1]),
-                     fmaxf(sc[1][2 * hf], sc[1][2 * hf + 1]));
+    float mx =
+        fmaxf(fmaxf(sc[0][2 * hf], sc[0][2 * hf + 1]), fmaxf(sc[1][2 * hf], sc[1][2 * hf + 1]));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(row_m[hf], mx);
