@@ -50,7 +50,10 @@
  * about 1 MB alone, near lesson 07's (whose 16-row units keep that merge small); measured: level
  * with it or ahead from 8 tokens. On the H100 (before the merge kernel) 16 tokens ran at
  * 2.65-2.76 TB/s too, 0.88-0.90x its one-token rate: past the memory's speed the warps' latency
- * sets the rate, the same on both parts.
+ * sets the rate, the same on both parts. With the mask test behind a warp-uniform branch, as
+ * version 2 has it (docs/results/h200-l10d-2026-11-26): 16 tokens at 3.50-3.68 TB/s, 0.79-0.81x
+ * the one-token rate at batch 16-64 with 32k keys and more, 0.71-0.75x at batch 1; 2-8 tokens
+ * as before (0.96-1.00x, 4.29-4.56 TB/s); 8 tokens at batch 1 and 32k keys 0.90x.
  *
  * Where it falls short: 16 tokens (above); 4k keys (8 tokens 0.77x the one-token rate at batch 1);
  * lengths that differ (one sequence of 32k among 7 of 1k: 0.30x lesson 07's plan, which sees the

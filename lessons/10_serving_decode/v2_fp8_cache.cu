@@ -53,7 +53,9 @@
  * 0.46 issued per cycle and scheduler; the branch around the mask took it to 1.82x, three blocks
  * per SM to 1.84x (8 tokens 1.18x to 1.29x). Widening by moving bits on the integer units lost
  * (1.35x for K, 1.20x for K and V, against cvt's 1.50x): that pipe was already the busiest. The
- * error of O is the cache's rounding and O's own added as independent errors (README).
+ * error of O is the cache's rounding and O's own added as independent errors (README). Against
+ * version 1 with its mask behind the same branch (docs/results/h200-l10d-2026-11-26): 1-4 tokens
+ * 1.78-1.87x, 8 tokens 1.25-1.31x, 16 tokens 0.89-0.97x (each row tile widens its own copy).
  *
  * Run: `./run 3`, `./run 3 --seq 16`, `./run --batch 16 --kv-seq 32768 --seq 4`.
  */
