@@ -47,11 +47,16 @@ extern "C" {
 
 /** The most draft tokens per sequence and step. */
 #define L10_MAX_DRAFT 16
+/** The most query tokens per sequence of a step with no mask over a bf16 cache: version 3's prefix
+ * pass packs the draft tokens of up to this many forked sequences into one "sequence" (its rows
+ * are 1 + G x tokens / L10_UNIT_ROWS units, whose blocks for one chunk are neighbours in the grid
+ * and share its keys through L2). */
+#define L10_MAX_SHARED_Q 128
 /** Query rows (query heads of a KV group x draft tokens) one block holds: four 16-row tiles. */
 #define L10_UNIT_ROWS 64
 /** Rows of the lesson's table: version 1 with the shape's mask, with a tree, version 2 (the FP8
  * cache), and the yardstick. */
-#define L10_VERSIONS 4
+#define L10_VERSIONS 6
 /** The largest finite e4m3 magnitude: a key row's largest |x| is written as this code. */
 #define L10_E4M3_MAX 448.0f
 /** Version 2 reads a 16-key tile from one page: its pages hold at least this many tokens. */
@@ -72,7 +77,8 @@ typedef struct l10_step {
   int heads;              /**< query heads */
   int kv_heads;           /**< KV heads (heads a multiple of it) */
   int dim;                /**< head dimension: 64 or 128 */
-  int max_q;              /**< the most draft tokens of any sequence: 1..L10_MAX_DRAFT */
+  int max_q;              /**< the most draft tokens of any sequence: 1..L10_MAX_DRAFT (no mask,
+                               bf16 cache: 1..L10_MAX_SHARED_Q) */
   int max_seq_kv;         /**< the most keys of any sequence (the grid's limit) */
   int max_blocks;         /**< block-table columns, at least ceil(max_seq_kv / block_size) */
   int block_size;         /**< tokens per page, a power of two */
@@ -212,6 +218,85 @@ int l10_cpu_model(const l10_step *s, int chunk, const float *q, const int *q_sta
                   const int *q_lens, const uint32_t *tree, const float *k_cache,
                   const float *v_cache, const int *block_table, const int *seq_lens, float *o,
                   float *lse);
+
+/** Version 3's plan (cascade.c): which neighbours of the batch share the pages of a prompt, found
+ * in the block table (equal page numbers at the start of their rows, lesson 07's fork), and the
+ * host arrays of the two passes that read those pages once. All arrays are the plan's own. */
+typedef struct l10_cascade_plan {
+  int n_prefix;        /**< sequences of the prefix pass (0: nobody shares) */
+  int max_prefix_q;    /**< the most draft tokens one of them packs, at most L10_MAX_SHARED_Q */
+  int max_prefix_keys; /**< the most shared keys one of them reads */
+  int max_suffix_keys; /**< the most keys a sequence reads in the suffix pass */
+  int *pre_q_start;    /**< `[n_prefix]` its first packed row: a run of forked neighbours' rows */
+  int *pre_q_lens;     /**< `[n_prefix]` their draft tokens together */
+  int *pre_seq_lens;   /**< `[n_prefix]` the keys they share: whole pages */
+  int *pre_table;      /**< `[n_prefix, max_blocks]` the shared pages */
+  int *suf_seq_lens;   /**< `[batch]` each sequence's keys less its shared ones */
+  int *suf_table;      /**< `[batch, max_blocks]` each row from its first page it does not share */
+  int *shared_keys;    /**< `[batch]` the keys each sequence reads in the prefix pass */
+} l10_cascade_plan;
+
+/**
+ * Version 3's plan from a step's host arrays. Neighbours b, b + 1, ... whose packed rows follow
+ * each other and whose table rows start with the same pages form a run; a run of two or more
+ * shares the pages common to all its rows, cut to whole pages before every member's draft tokens,
+ * and its rows are packed into prefix-pass sequences of at most L10_MAX_SHARED_Q draft tokens.
+ * Returns 0, or -1 on bad arguments or no memory (@p plan is then empty).
+ */
+int l10_cascade_plan_make(int batch, int max_blocks, int block_size, const int *q_start,
+                          const int *q_lens, const int *seq_lens, const int *block_table,
+                          l10_cascade_plan *plan);
+
+/** Free the plan's arrays. */
+void l10_cascade_plan_free(l10_cascade_plan *plan);
+
+/**
+ * Version 3 on the CPU: the plan from the step's host arrays, l10_cpu_model() for the suffix pass
+ * (into @p o, @p lse) and for the prefix pass, and the merge by l10_merge_state(). Arguments as
+ * l10_cpu_model()'s, with the step's @p total_q packed rows. Returns 0, or -1 (no memory, or the
+ * model refused a pass).
+ */
+int l10_cascade_cpu(const l10_step *s, int chunk, const float *q, const int *q_start,
+                    const int *q_lens, const uint32_t *tree, const float *k_cache,
+                    const float *v_cache, const int *block_table, const int *seq_lens, int total_q,
+                    float *o, float *lse);
+
+/** Version 3's step: two of version 1's steps over the same pools, and the packed rows. */
+typedef struct l10_cascade {
+  l10_step prefix; /**< the shared pages, no mask; batch 0 when nobody shares */
+  l10_step suffix; /**< every sequence over its own pages, with the step's mask */
+  int total_q;     /**< packed query rows of the step (both passes write into these rows) */
+} l10_cascade;
+
+/** The plan's arrays on the device (l10_cascade_upload()). */
+typedef struct l10_cascade_dev {
+  int *pre_q_start, *pre_q_lens, *pre_seq_lens, *pre_table; /**< the prefix pass's */
+  int *suf_seq_lens, *suf_table;                            /**< the suffix pass's */
+} l10_cascade_dev;
+
+/** Copy the plan's arrays to the device; l10_cascade_dev_free() frees them. */
+cudaError_t l10_cascade_upload(const l10_cascade_plan *plan, int batch, int max_blocks,
+                               l10_cascade_dev *dev);
+
+/** Free what l10_cascade_upload() allocated. */
+void l10_cascade_dev_free(l10_cascade_dev *dev);
+
+/** Version 3's step from version 1's step @p s (device pointers, @p total_q packed rows), its
+ * plan and the plan's device arrays. */
+void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *plan,
+                      const l10_cascade_dev *dev, l10_cascade *c);
+
+/** Bytes of device workspace l10_cascade_run() needs: the prefix pass's O and log-sum-exp of every
+ * row, then the larger of the two passes' workspaces. */
+size_t l10_cascade_workspace_bytes(const l10_cascade *c);
+
+/**
+ * Version 3: the prefix pass (version 1's kernel into the workspace), the suffix pass (into @p o,
+ * @p lse), and the merge of the two states of every row that has both, in place. @p o, @p lse as
+ * l10_draft()'s.
+ */
+cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse, void *workspace,
+                            size_t workspace_bytes, cudaStream_t stream);
 
 /** The lesson's table of versions, its default shape and head dimensions. */
 extern const attn_lesson l10_lesson;

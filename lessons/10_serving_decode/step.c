@@ -28,9 +28,11 @@ int l10_step_check(const l10_step *s, char *err, size_t err_len) {
     return refuse(err, err_len, "heads %d is not a multiple of kv_heads %d", s->heads, s->kv_heads);
   if (s->dim != 64 && s->dim != 128)
     return refuse(err, err_len, "dim %d: the kernels are built for 64 and 128", s->dim);
-  if (s->max_q < 1 || s->max_q > L10_MAX_DRAFT)
-    return refuse(err, err_len, "max_q %d: 1..%d draft tokens per sequence", s->max_q,
-                  L10_MAX_DRAFT);
+  /* more tokens only without a mask (no tree word, no diagonal) over a bf16 cache */
+  const int most_q = s->mask == L10_MASK_NONE && !s->k_scale ? L10_MAX_SHARED_Q : L10_MAX_DRAFT;
+  if (s->max_q < 1 || s->max_q > most_q)
+    return refuse(err, err_len, "max_q %d: 1..%d draft tokens per sequence%s", s->max_q, most_q,
+                  most_q == L10_MAX_SHARED_Q ? " (no mask)" : "");
   if (s->max_seq_kv < s->max_q)
     return refuse(err, err_len, "max_seq_kv %d: fewer keys than max_q %d draft tokens",
                   s->max_seq_kv, s->max_q);

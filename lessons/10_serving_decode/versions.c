@@ -18,7 +18,11 @@
 #include "serving_decode.h"
 
 /** The table's rows. */
-enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_FP8 = 3, ROW_L07 = 4 };
+enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_FP8 = 3, ROW_CASCADE = 4, ROW_L07 = 5, ROW_L07_FORK = 6 };
+
+/** Keys every sequence of the cascade's rows (4 and 6) keeps to itself: the batch is forked from
+ * sequence 0's prompt, all but this many keys of the shortest sequence shared (whole pages). */
+#define FORK_OWN_KEYS 1024
 
 /* The errors of O on the sampled rows, kept by check() for report(): version 2's against the fp64
  * reference on the values before rounding (`got`), that reference against the one on the rounded
@@ -47,6 +51,9 @@ typedef struct draft_state {
   float *d_lse;
   void *d_ws;
   size_t ws_bytes;
+  l10_cascade_plan plan; /* version 3: the plan, its device arrays and its step */
+  l10_cascade_dev cdev;
+  l10_cascade casc;
 } draft_state;
 
 /* The program's token tree: a binary tree in breadth-first order, token i's parent (i - 1) / 2;
@@ -73,7 +80,7 @@ static const char *supports(const attn_problem *p, int row) {
     if (attn_kv_len(p, b) < p->seq_q)
       return "every sequence holds its draft tokens: keys (--kv-seq, --kv-lens) >= --seq";
   if ((long long)p->batch * p->seq_q * p->heads > INT_MAX) return "more than 2^31 - 1 query rows";
-  if (row == ROW_L07) {
+  if (row == ROW_L07 || row == ROW_L07_FORK) {
     if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
   }
   if (row == ROW_FP8 && p->block_size < L10_FP8_MIN_BLOCK) {
@@ -93,6 +100,8 @@ static void teardown(void *state) {
   cudaFree(s->d_table), cudaFree(s->d_lens), cudaFree(s->d_qs), cudaFree(s->d_ql);
   cudaFree(s->d_tree), cudaFree(s->d_lse), cudaFree(s->d_ws);
   cudaFree(s->d_ks), cudaFree(s->d_vs);
+  l10_cascade_plan_free(&s->plan);
+  l10_cascade_dev_free(&s->cdev);
   free(s);
 }
 
@@ -192,8 +201,34 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
     s->qs[b] = b * p->seq_q, s->ql[b] = p->seq_q, s->lens[b] = attn_kv_len(p, b);
   const uint64_t seed = ctx->options->seed;
   attn_fill_attention_input(q, qn, seed, 1);
-  attn_fill_attention_input(k, kvn, seed, 2);
-  attn_fill_attention_input(v, kvn, seed, 3);
+  /* Rows 4 and 6: every sequence forked from sequence 0's prompt. Its first `forked` keys are
+   * copied into the others' (dense layout [batch, seq_kv, kv_heads, dim]), and after the pool is
+   * built their table rows point at sequence 0's pages for them, as lesson 07's fork leaves it.
+   * Only the keys a sequence owns are drawn (streams of their own), which at 32 sequences of 33k
+   * keys saves most of the setup's time. */
+  const int fork = row == ROW_CASCADE || row == ROW_L07_FORK;
+  int forked = 0;
+  if (fork && B >= 2) {
+    int shortest = s->lens[0];
+    for (int b = 1; b < B; ++b) shortest = s->lens[b] < shortest ? s->lens[b] : shortest;
+    const int own = FORK_OWN_KEYS > p->seq_q ? FORK_OWN_KEYS : p->seq_q;
+    forked = shortest > own ? (shortest - own) / p->block_size * p->block_size : 0;
+  }
+  if (forked == 0) {
+    attn_fill_attention_input(k, kvn, seed, 2);
+    attn_fill_attention_input(v, kvn, seed, 3);
+  } else {
+    const size_t per_key = (size_t)p->kv_heads * D, per_seq = (size_t)p->seq_kv * per_key;
+    const size_t shared = (size_t)forked * per_key;
+    attn_fill_attention_input(k, per_seq, seed, 2);
+    attn_fill_attention_input(v, per_seq, seed, 3);
+    for (int b = 1; b < B; ++b) {
+      memcpy(k + b * per_seq, k, sizeof(float) * shared);
+      memcpy(v + b * per_seq, v, sizeof(float) * shared);
+      attn_fill_attention_input(k + b * per_seq + shared, per_seq - shared, seed, 1000u + 2u * b);
+      attn_fill_attention_input(v + b * per_seq + shared, per_seq - shared, seed, 1001u + 2u * b);
+    }
+  }
   attn_paged c;
   const int built = attn_paged_build(p, k, v, seed, &c);
   free(k), free(v);
@@ -201,6 +236,9 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
     free(q);
     return cudaErrorMemoryAllocation;
   }
+  for (int b = 1; b < B; ++b)
+    for (int j = 0; j < forked / p->block_size; ++j)
+      c.block_table[(size_t)b * c.max_blocks + j] = c.block_table[j];
   l10_mask mask = p->causal ? L10_MASK_CAUSAL : L10_MASK_NONE;
   if (row == ROW_TREE) {
     mask = L10_MASK_TREE;
@@ -226,6 +264,8 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
   const double row_bytes = row == ROW_FP8 ? D + 4.0 : 2.0 * D;
   s->kv_bytes = 0.0;
   for (int b = 0; b < B; ++b) s->kv_bytes += 2.0 * s->lens[b] * p->kv_heads * row_bytes;
+  /* rows 4 and 6: the pages the step touches, the shared ones once */
+  s->kv_bytes -= 2.0 * (B - 1) * (double)forked * p->kv_heads * row_bytes;
   choose_rows(s, p, seed);
   /* the reference reads the host pool through the same table (NaN in every slot no token owns) */
   l10_reference(st, q, s->qs, s->ql, s->tree, c.k_cache, c.v_cache, c.block_table, c.seq_lens,
@@ -249,6 +289,13 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
     }
   }
   free(q);
+  if (e == cudaSuccess && row == ROW_CASCADE) {
+    /* version 3's plan finds the shared pages in the table, as a server's would */
+    if (l10_cascade_plan_make(B, c.max_blocks, p->block_size, s->qs, s->ql, s->lens, c.block_table,
+                              &s->plan) != 0)
+      e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = l10_cascade_upload(&s->plan, B, c.max_blocks, &s->cdev);
+  }
   attn_paged_free(&c);
   if (e == cudaSuccess) e = upload((void **)&s->d_lens, s->lens, sizeof(int) * B);
   if (e == cudaSuccess) e = upload((void **)&s->d_qs, s->qs, sizeof(int) * B);
@@ -261,9 +308,12 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
   st->q = s->d_q, st->q_start = s->d_qs, st->q_lens = s->d_ql, st->tree = s->d_tree;
   st->k_cache = s->d_k, st->v_cache = s->d_v, st->block_table = s->d_table;
   st->seq_lens = s->d_lens;
-  s->ws_bytes = row == ROW_L07 ? l07_paged_workspace_bytes(5, B, H, p->kv_heads, p->seq_q,
-                                                           p->seq_kv, p->kv_lens, D)
-                               : l10_draft_workspace_bytes(st);
+  if (row == ROW_CASCADE) l10_cascade_make(st, s->total_q, &s->plan, &s->cdev, &s->casc);
+  s->ws_bytes =
+      row == ROW_L07 || row == ROW_L07_FORK
+          ? l07_paged_workspace_bytes(5, B, H, p->kv_heads, p->seq_q, p->seq_kv, p->kv_lens, D)
+      : row == ROW_CASCADE ? l10_cascade_workspace_bytes(&s->casc)
+                           : l10_draft_workspace_bytes(st);
   if (s->ws_bytes) {
     ATTN_TRY(cudaMalloc(&s->d_ws, s->ws_bytes));
     ATTN_TRY(cudaMemset(s->d_ws, 0, s->ws_bytes));
@@ -282,7 +332,10 @@ static cudaError_t launch(void *state, cudaStream_t stream) {
   draft_state *s = (draft_state *)state;
   const l10_step *st = &s->st;
   if (s->row == ROW_FP8) return l10_fp8(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
-  if (s->row != ROW_L07) return l10_draft(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
+  if (s->row == ROW_CASCADE)
+    return l10_cascade_run(&s->casc, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
+  if (s->row != ROW_L07 && s->row != ROW_L07_FORK)
+    return l10_draft(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
   /* lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q when every count is equal
    */
   int any_short = 0;
@@ -319,7 +372,8 @@ static cudaError_t check(void *state, attn_verdict *v) {
         for (int d = 0; d < D; ++d)
           attn_verdict_add(v, attn_load(ATTN_BF16, o, i * D + d), s->ref_o[i * D + d]);
         /* lesson 07 writes the log-sum-exp as [batch, heads, seq_q] */
-        const size_t li = s->row == ROW_L07 ? ((size_t)(r / Q) * H + h) * Q + r % Q : i;
+        const size_t li =
+            s->row == ROW_L07 || s->row == ROW_L07_FORK ? ((size_t)(r / Q) * H + h) * Q + r % Q : i;
         attn_verdict_add(&vl, lse[li], s->ref_lse[i]);
       }
     }
@@ -401,8 +455,25 @@ static const attn_version kVersions[L10_VERSIONS] = {
      .writes_lse = 1,
      .varlen = 1,
      .custom = &kDraft},
+    {.name = "cascade",
+     .summary = "the batch forked from one prompt: its shared pages read once per 16 sequences, "
+                "then each one's own, the states merged",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
     {.name = "l07-balance",
      .summary = "yardstick: lesson 07's version 5 on the same cache (16-row tiles, one block each)",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+    {.name = "l07-forked",
+     .summary = "yardstick: lesson 07's version 5 on the cascade's forked cache",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_BF16,
      .min_sm = 80,
@@ -469,6 +540,67 @@ static int cpu_model_fp8(const l10_step *st, int chunk, const float *q, const in
 
 /* The CPU part: the mask rule on a small tree, and version 1's CPU model against the reference on
  * an awkward step (GQA 4:1, lengths 700, 5 and 129, 3, 1 and 5 draft tokens, a tree). */
+/* Version 3 on the CPU: four sequences, the first three forked from one prompt (the second and
+ * third rows of the table start with the first row's 32 pages), the fourth on its own, causal;
+ * the cascade's model (the plan, both passes, the merge) against the reference. Returns 0 when it
+ * passes. */
+static int cpu_model_cascade(uint64_t seed) {
+  enum { B = 4, H = 8, KVH = 2, D = 64, BS = 16, MAXB = 60, SHARED = 32 };
+  static const int lens[B] = {700, 650, 900, 129}, ql[B] = {3, 1, 5, 2}, qs[B] = {0, 3, 4, 9};
+  const int total_q = 11, pool_blocks = B * MAXB + 3;
+  const size_t pool = (size_t)pool_blocks * BS * KVH * D, on = (size_t)total_q * H * D;
+  float *q = (float *)malloc(sizeof(float) * on), *k = (float *)malloc(sizeof(float) * pool);
+  float *v = (float *)malloc(sizeof(float) * pool), *o1 = (float *)malloc(sizeof(float) * on);
+  float *o2 = (float *)malloc(sizeof(float) * on), *l1 = (float *)malloc(sizeof(float) * on / D);
+  float *l2 = (float *)malloc(sizeof(float) * on / D);
+  int *table = (int *)malloc(sizeof(int) * B * MAXB);
+  int status = 1;
+  if (q && k && v && o1 && o2 && l1 && l2 && table) {
+    attn_fill_attention_input(q, on, seed, 1);
+    attn_fill_attention_input(k, pool, seed, 2);
+    attn_fill_attention_input(v, pool, seed, 3);
+    for (int j = 0; j < B * MAXB; ++j) table[j] = (j * 7 + 3) % pool_blocks; /* scattered */
+    for (int b = 1; b < 3; ++b) /* forked: the first SHARED pages are sequence 0's */
+      for (int j = 0; j < SHARED; ++j) table[b * MAXB + j] = table[j];
+    const l10_step st = {.batch = B,
+                         .heads = H,
+                         .kv_heads = KVH,
+                         .dim = D,
+                         .max_q = 5,
+                         .max_seq_kv = 900,
+                         .max_blocks = MAXB,
+                         .block_size = BS,
+                         .mask = L10_MASK_CAUSAL,
+                         .scale = 0.125f};
+    l10_reference(&st, q, qs, ql, NULL, k, v, table, lens, NULL, o1, l1);
+    l10_cascade_plan plan;
+    if (l10_cascade_plan_make(B, MAXB, BS, qs, ql, lens, table, &plan) == 0 &&
+        l10_cascade_cpu(&st, 256, q, qs, ql, NULL, k, v, table, lens, total_q, o2, l2) == 0) {
+      attn_verdict vo, vl;
+      attn_verdict_init(&vo, ATTN_F32);
+      attn_verdict_init_lse(&vl, ATTN_F32);
+      for (size_t i = 0; i < on; ++i) attn_verdict_add(&vo, o2[i], o1[i]);
+      for (size_t i = 0; i < on / D; ++i) attn_verdict_add(&vl, l2[i], l1[i]);
+      attn_verdict_finish(&vo);
+      attn_verdict_finish(&vl);
+      status = !(vo.pass && vl.pass);
+      printf(
+          "cpu model of version 3 (lengths 700, 650, 900, 129; the first three forked from one "
+          "prompt; causal): the plan reads %d shared keys once for %d draft tokens (%d prefix "
+          "pass sequence%s), then %d keys at most per sequence; %s\n  O:   ",
+          plan.max_prefix_keys, plan.max_prefix_q, plan.n_prefix, plan.n_prefix == 1 ? "" : "s",
+          plan.max_suffix_keys, status ? "FAIL" : "PASS");
+      attn_verdict_print(&vo, stdout);
+      printf("\n  LSE: ");
+      attn_verdict_print(&vl, stdout);
+      printf("\n");
+      l10_cascade_plan_free(&plan);
+    }
+  }
+  free(q), free(k), free(v), free(o1), free(o2), free(l1), free(l2), free(table);
+  return status;
+}
+
 static int cpu_part(const attn_options *o) {
   printf("a binary tree of 7 draft tokens after 4 keys: what each token sees (x) of keys 0..10\n");
   for (int i = 0; i < 7; ++i) {
@@ -530,6 +662,7 @@ static int cpu_part(const attn_options *o) {
     if (status == 0)
       status = cpu_model_fp8(&st, chunk, q, qs, ql, tree, k, v, pool_blocks, table, lens, o1);
   }
+  if (status == 0) status = cpu_model_cascade(o->seed);
   free(q), free(k), free(v), free(o1), free(o2), free(l1), free(l2), free(table);
   return status;
 }
@@ -543,6 +676,10 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   if (a->timed && y->timed && a->timing.median_ms > 0.0)
     printf("\ndraft-tiles vs lesson 07's version 5 on the same step: %.2fx\n",
            y->timing.median_ms / a->timing.median_ms);
+  const attn_result *cc = &r[ROW_CASCADE - 1], *yf = &r[ROW_L07_FORK - 1];
+  if (cc->timed && yf->timed && cc->timing.median_ms > 0.0)
+    printf("cascade vs lesson 07's version 5 on the same forked cache: %.2fx\n",
+           yf->timing.median_ms / cc->timing.median_ms);
   if (a->timed && f8->timed && f8->timing.median_ms > 0.0)
     printf("fp8-cache vs draft-tiles (tokens per second on the same step): %.2fx\n",
            a->timing.median_ms / f8->timing.median_ms);

@@ -13,12 +13,15 @@ def l10(b=1, kvh=8, t=8, skv=32768, d=128, c=0):
     return att(b, 32, t, d, c, kvh=kvh, skv=skv)
 
 
-# The lesson's table by name. Its numbers changed when version 2 joined: archives from before it
-# have 1 draft-tiles, 2 draft-tree, 3 l07-balance; newer ones 1 draft-tiles, 2 draft-tree,
-# 3 fp8-cache, 4 l07-balance. So every lookup goes by name (l10_version(): the number this
-# archive's rows carry for it, None when it has none) and nothing here trusts a number.
-L10_NAMES = {1: "draft-tiles", 2: "draft-tree", 3: "fp8-cache", 4: "l07-balance"}  # the newest
+# The lesson's table by name. Its numbers changed as versions joined: archives from before version
+# 2 have 1 draft-tiles, 2 draft-tree, 3 l07-balance; then 3 fp8-cache, 4 l07-balance; from version
+# 3 on, 4 cascade, 5 l07-balance, 6 l07-forked. So every lookup goes by name (l10_version(): the
+# number this archive's rows carry for it, None when it has none) and nothing here trusts a number.
+L10_NAMES = {1: "draft-tiles", 2: "draft-tree", 3: "fp8-cache", 4: "cascade", 5: "l07-balance",
+             6: "l07-forked"}  # the newest
 L10_TILES, L10_TREE, L10_FP8, L10_L07 = "draft-tiles", "draft-tree", "fp8-cache", "l07-balance"
+L10_CASC, L10_L07F = "cascade", "l07-forked"
+L10_LATER = (L10_FP8, L10_CASC, L10_L07F)  # names an older archive simply has no rows for
 L10_DEFAULT = l10()  # batch 1, 32/8 heads, 8 draft tokens, no mask, kv 32768, dim 128
 # The shapes of lessons/10_serving_decode/gpu-runs.txt, in its order after the default run: a
 # shape, or a shape with the lengths per sequence (kv_lens, as lessons.csv writes it: 32k -> 32768).
@@ -30,6 +33,13 @@ L10_SHAPES = [l10(t=1), l10(t=2), l10(t=4), l10(t=16), l10(c=1),
               l10(d=64), l10(d=64, t=1),
               l10(kvh=4, t=16)]
 L10_L07_MAX_T = 8  # lesson 07's kernels take 1..8 query tokens (L06_MAX_SEQ_Q)
+# Version 3's shapes (gpu-runs-cascade.txt, cascade and l07-forked each in a run of its own, and
+# gpu-runs.txt's batch 16, kv 8192): sequences forked from one prompt, each keeping its last
+# FORK_OWN_KEYS = 1024 keys to itself.
+L10_FORK_OWN = 1024
+L10_CASCADE_SHAPES = [l10(b=32, skv=33792, t=1), l10(b=32, skv=33792, t=4, c=1),
+                      l10(b=32, skv=33792, t=1, d=64), l10(b=32, skv=9216, t=1),
+                      l10(b=16, skv=8192)]
 
 
 def l10_version(a, name):
@@ -65,17 +75,17 @@ def l10_not_timed(r, t, name=L10_L07):
     version 5 skips steps of more than 8 tokens)."""
     if r is None:
         return "not in this archive"
-    if r["status"] == "skipped" and t > L10_L07_MAX_T and name == L10_L07:
+    if r["status"] == "skipped" and t > L10_L07_MAX_T and name in (L10_L07, L10_L07F):
         return f"skipped (more than {L10_L07_MAX_T} tokens)"
     return esc(f"{r['status']}: {r['note']}" if r.get("note") else r["status"])
 
 
 def l10_listed(a):
     """The table's names in this archive's order: by its version numbers, a name it lacks last
-    (as "not in this archive"), except fp8-cache, which an archive from before it simply has no
-    row for."""
+    (as "not in this archive"), except the later versions (fp8-cache, cascade, l07-forked), which
+    an archive from before them simply has no row for."""
     have = {n: l10_version(a, n) for n in L10_NAMES.values()}
-    names = [n for n in L10_NAMES.values() if have[n] is not None or n != L10_FP8]
+    names = [n for n in L10_NAMES.values() if have[n] is not None or n not in L10_LATER]
     return sorted(names, key=lambda n: (have[n] is None, have[n] or 0)), have
 
 
@@ -322,7 +332,49 @@ def r_l10_peers(a, ctx):
     return "\n".join(out)
 
 
+def r_l10_cascade(a, ctx):
+    """Version 3 against lesson 07's version 5 on the same forked cache, at the shapes of
+    L10_CASCADE_SHAPES (their rows may come from two runs of the program, one per version)."""
+    src = source(a, ["lessons.csv"])
+    if l10_version(a, L10_CASC) is None:
+        return src + "\n\nVersion 3 (`cascade`): " + NO_RUN + "."
+    rows, speed = [], []
+    for s in L10_CASCADE_SHAPES:
+        c, y = l10_row(a, L10_CASC, s), l10_row(a, L10_L07F, s)
+        shared = (s["seq_kv"] - L10_FORK_OWN) // 16 * 16
+        kv = f"{shared} shared + {s['seq_kv'] - shared} own"
+        cells = [s["batch"], s["seq_q"], kv, s["dim"], "causal" if s["causal"] else "none"]
+        if c is None or c["ms"] is None:
+            rows.append(cells + [l10_not_timed(c, s["seq_q"], L10_CASC)] + ["-"] * 5)
+            continue
+        # l07-forked's TB/s counts the pages the step touches (as cascade's); what it reads, each
+        # sequence its own way through the shared pages, is (sum of lengths) / (distinct keys) more
+        reads = s["batch"] * s["seq_kv"] / (shared + s["batch"] * (s["seq_kv"] - shared))
+        ok = y is not None and y["ms"] is not None
+        r = ratio(y["ms"], c["ms"]) if ok else None
+        if r is not None:
+            speed.append(r)
+        rows.append(cells + [f(c["ms"], 4), f(tbs(c), 2), pc(c["pct_bw"]),
+                             f(y["ms"], 4) if ok else l10_not_timed(y, s["seq_q"], L10_L07F),
+                             f(tbs(y) * reads, 2) if ok else "-", xs(r, 2)])
+    head = ["batch", "draft tokens", "keys", "dim", "mask", "cascade ms", "TB/s", "% of HBM",
+            "l07-forked ms", "l07-forked TB/s read", "cascade / l07-forked"]
+    out = [src, "", "Version 3 (`cascade`) and lesson 07's version 5 on the same forked cache "
+           "(`l07-forked`): every sequence forked from the first one's prompt and keeping its "
+           "last 1024 keys to itself; 32/8 heads, pages of 16. `cascade`'s TB/s and % of HBM count "
+           "the pages the step touches, the shared ones once; `l07-forked TB/s read` counts what "
+           "lesson 07's kernel reads, every sequence through the shared pages (its L2 serves the "
+           "repeats, which is how it passes the HBM's 4.8 TB/s); the last column is the speed of "
+           "`cascade` over `l07-forked`, the inverse ratio of their times:", "",
+           table(head, rows)]
+    if speed:
+        out += ["", f"Version 3 runs at {span(min(speed), max(speed), 2)}x lesson 07's version 5 "
+                "on the same forked cache at these shapes."]
+    return "\n".join(out)
+
+
 # The regions this module writes: NAME of `<!-- results:NAME -->` -> its renderer.
 RENDERERS = {
     "l10-default": r_l10_default, "l10-runs": r_l10_runs, "l10-peers": r_l10_peers,
+    "l10-cascade": r_l10_cascade,
 }

@@ -1,7 +1,9 @@
 /* Lesson 10, CPU: what each mask lets a draft token see, the merge of partial states, the host
  * check of a step's limits, the units of a KV head's group, the double-precision reference
  * against a dense brute force and a hand-worked case, and the CPU model of version 1 against the
- * reference on awkward shapes, over a pool whose every unowned slot holds NaN. No GPU needed. */
+ * reference on awkward shapes, over a pool whose every unowned slot holds NaN; version 2's model
+ * on an FP8 copy; version 3's plan (the shared pages found in the table) and its model on forked
+ * steps. No GPU needed. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -201,6 +203,16 @@ START_TEST(step_check_refuses_each_bad_field) {
   REFUSED("dim", s_.dim = 96);
   REFUSED("max_q", s_.max_q = 0);
   REFUSED("max_q", s_.max_q = L10_MAX_DRAFT + 1);
+  REFUSED("max_q", (s_.mask = L10_MASK_NONE, s_.max_q = L10_MAX_SHARED_Q + 1));
+  /* an FP8 cache (version 2) keeps L10_MAX_DRAFT without a mask */
+  REFUSED("max_q", (s_.mask = L10_MASK_NONE, s_.k_scale = s_.v_scale = (const float *)kDummy,
+                    s_.max_q = L10_MAX_DRAFT + 1));
+  {
+    l10_step n = good_step(); /* no mask, bf16: up to L10_MAX_SHARED_Q tokens (version 3) */
+    n.mask = L10_MASK_NONE, n.max_q = L10_MAX_SHARED_Q;
+    ck_assert_msg(l10_step_check(&n, err, sizeof err) == 0, "no mask, %d tokens: %s",
+                  L10_MAX_SHARED_Q, err);
+  }
   REFUSED("max_seq_kv", s_.max_seq_kv = 7);
   REFUSED("block_size", s_.block_size = 0);
   REFUSED("block_size", s_.block_size = 24);
@@ -763,6 +775,128 @@ START_TEST(cpu_model_of_version_2_matches_the_reference_on_the_cache) {
 }
 END_TEST
 
+/* ---- version 3: the cascade's plan and its CPU model ------------------------------------- */
+
+/* Six sequences in two forked families: rows 1 and 2 start with row 0's 20 pages, row 3 with only
+ * its first 5 (it diverged early), so the family shares 5; rows 4 and 5 another prompt's 8 pages.
+ * Each family's tokens are one prefix-pass sequence (at most L10_MAX_SHARED_Q tokens: 130
+ * one-token neighbours make two), and each suffix table row starts past its shared pages. */
+START_TEST(cascade_plan_finds_the_shared_pages) {
+  enum { B = 6, MB = 50, BS = 16 };
+  const int ql[B] = {1, 2, 16, 1, 3, 1}, lens[B] = {500, 520, 600, 400, 700, 300};
+  int qs[B], table[B * MB];
+  for (int b = 0, r = 0; b < B; r += ql[b++]) qs[b] = r;
+  for (int x = 0; x < B * MB; ++x) table[x] = 1000 + x; /* every entry its own page */
+  for (int b = 1; b < 4; ++b)
+    for (int j = 0; j < (b == 3 ? 5 : 20); ++j) table[b * MB + j] = table[j];
+  for (int j = 0; j < 8; ++j) table[5 * MB + j] = table[4 * MB + j];
+  l10_cascade_plan p;
+  ck_assert_int_eq(l10_cascade_plan_make(B, MB, BS, qs, ql, lens, table, &p), 0);
+  const int shared[B] = {80, 80, 80, 80, 128, 128};
+  for (int b = 0; b < B; ++b) {
+    ck_assert_int_eq(p.shared_keys[b], shared[b]);
+    ck_assert_int_eq(p.suf_seq_lens[b], lens[b] - shared[b]);
+    for (int j = 0; j + shared[b] / BS < MB; ++j) /* the row past its shared pages */
+      ck_assert_int_eq(p.suf_table[b * MB + j], table[b * MB + j + shared[b] / BS]);
+  }
+  /* the first family's 1 + 2 + 16 + 1 tokens, then the second's 3 + 1 */
+  const int pq[2] = {20, 4}, pstart[2] = {0, 20}, pkeys[2] = {80, 128};
+  ck_assert_int_eq(p.n_prefix, 2);
+  for (int v = 0; v < 2; ++v) {
+    ck_assert_int_eq(p.pre_q_lens[v], pq[v]);
+    ck_assert_int_eq(p.pre_q_start[v], pstart[v]);
+    ck_assert_int_eq(p.pre_seq_lens[v], pkeys[v]);
+    ck_assert_int_eq(p.pre_table[v * MB], table[(v ? 4 : 0) * MB]);
+  }
+  ck_assert_int_eq(p.max_prefix_q, 20);
+  ck_assert_int_eq(p.max_prefix_keys, 128);
+  ck_assert_int_eq(p.max_suffix_keys, 700 - 128);
+  l10_cascade_plan_free(&p);
+
+  /* Sharing stops at the draft tokens: row 1's first draft token is key 330, inside page 20, so
+   * the family shares 20 pages (320 keys), not the 30 the table has in common. */
+  const int lens2[B] = {500, 331, 600, 400, 700, 300};
+  for (int b = 1; b < 3; ++b)
+    for (int j = 0; j < 30; ++j) table[b * MB + j] = table[j];
+  ck_assert_int_eq(l10_cascade_plan_make(3, MB, BS, qs, ql, lens2, table, &p), 0);
+  for (int b = 0; b < 3; ++b) ck_assert_int_eq(p.shared_keys[b], 320);
+  l10_cascade_plan_free(&p);
+
+  /* Rows that do not follow each other in the packed Q are no family; nor is one sequence. */
+  const int qs_gap[3] = {0, 2, 5};
+  ck_assert_int_eq(l10_cascade_plan_make(3, MB, BS, qs_gap, ql, lens, table, &p), 0);
+  ck_assert_int_eq(p.n_prefix, 0);
+  for (int b = 0; b < 3; ++b) ck_assert_int_eq(p.shared_keys[b], 0);
+  l10_cascade_plan_free(&p);
+  ck_assert_int_eq(l10_cascade_plan_make(1, MB, BS, qs, ql, lens, table, &p), 0);
+  ck_assert_int_eq(p.n_prefix, 0);
+  l10_cascade_plan_free(&p);
+
+  /* 130 one-token sequences of one family: L10_MAX_SHARED_Q tokens, then the last 2 */
+  enum { N = L10_MAX_SHARED_Q + 2 };
+  int *q1 = malloc(sizeof(int) * N), *s1 = malloc(sizeof(int) * N), *l1 = malloc(sizeof(int) * N);
+  int *t1 = malloc(sizeof(int) * N * 4);
+  ck_assert(q1 && s1 && l1 && t1);
+  for (int b = 0; b < N; ++b) {
+    q1[b] = 1, s1[b] = b, l1[b] = 40;
+    for (int j = 0; j < 4; ++j) t1[b * 4 + j] = j < 2 ? j : 100 + 4 * b + j; /* 2 pages shared */
+  }
+  ck_assert_int_eq(l10_cascade_plan_make(N, 4, BS, s1, q1, l1, t1, &p), 0);
+  ck_assert_int_eq(p.n_prefix, 2);
+  ck_assert_int_eq(p.pre_q_lens[0], L10_MAX_SHARED_Q);
+  ck_assert_int_eq(p.pre_q_lens[1], 2);
+  ck_assert_int_eq(p.pre_q_start[1], L10_MAX_SHARED_Q);
+  ck_assert_int_eq(p.shared_keys[N - 1], 32);
+  l10_cascade_plan_free(&p);
+  free(q1), free(s1), free(l1), free(t1);
+}
+END_TEST
+
+static const int kForkQ[4] = {2, 1, 16, 3}, kForkKv[4] = {200, 150, 180, 90};
+
+/* Version 3's CPU model (the plan, both passes, the merge) against the reference, on steps whose
+ * first three sequences are forked from one prompt (their rows start with the first's 4 pages),
+ * with the causal mask and with trees, at two chunks; with a gap between the rows of Q nothing is
+ * shared and the model is version 1's. A model without the merge fails here. */
+START_TEST(cascade_cpu_model_matches_the_reference) {
+  const spec cases[] = {
+      {4, 16, 2, 128, 16, L10_MASK_CAUSAL, kForkQ, kForkKv, 0, 21},
+      {4, 8, 1, 64, 16, L10_MASK_TREE, kForkQ, kForkKv, 0, 22},
+      {4, 8, 2, 64, 16, L10_MASK_NONE, kForkQ, kForkKv, 1, 23},
+  };
+  const int chunks[2] = {32, 4096};
+  for (size_t t = 0; t < sizeof cases / sizeof cases[0]; ++t) {
+    problem p;
+    build(&cases[t], &p);
+    const int mb = p.s.max_blocks;
+    for (int b = 1; b < 3; ++b)
+      for (int j = 0; j < 4; ++j) p.table[b * mb + j] = p.table[j];
+    l10_cascade_plan plan;
+    ck_assert_int_eq(l10_cascade_plan_make(p.s.batch, mb, p.s.block_size, p.q_start, p.q_lens,
+                                           p.seq_lens, p.table, &plan),
+                     0);
+    ck_assert_int_eq(plan.shared_keys[1], cases[t].gap ? 0 : 64);
+    l10_cascade_plan_free(&plan);
+    float *ro, *rl;
+    outputs(&p, &ro, &rl);
+    ck_assert_int_eq(run_reference(&p, NULL, ro, rl), 0);
+    for (int ci = 0; ci < 2; ++ci) {
+      float *mo, *ml;
+      outputs(&p, &mo, &ml);
+      ck_assert_int_eq(l10_cascade_cpu(&p.s, chunks[ci], p.q, p.q_start, p.q_lens, p.s.tree,
+                                       p.k_pool, p.v_pool, p.table, p.seq_lens, p.total_q, mo, ml),
+                       0);
+      char what[64];
+      snprintf(what, sizeof what, "cascade case %zu chunk %d", t, chunks[ci]);
+      compare(&p, ro, rl, mo, ml, 1e-5, what);
+      free(mo), free(ml);
+    }
+    free(ro), free(rl);
+    problem_free(&p);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson10_cpu");
   TCase *tc = tcase_create("cpu");
@@ -785,6 +919,8 @@ int main(void) {
   tcase_add_test(tc, reference_hand_worked);
   tcase_add_test(tc, reference_matches_dense_brute_force);
   tcase_add_test(tc, cpu_model_matches_the_reference);
+  tcase_add_test(tc, cascade_plan_finds_the_shared_pages);
+  tcase_add_test(tc, cascade_cpu_model_matches_the_reference);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);
 }

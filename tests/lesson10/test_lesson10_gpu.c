@@ -1,4 +1,4 @@
-/* Lesson 10, GPU: versions 1 and 2 through their C API on steps the program never makes: a
+/* Lesson 10, GPU: versions 1, 2 and 3 through their C API on steps the program never makes: a
  * different count of draft tokens per sequence (1 to 16), packed Q, no mask, the causal mask and
  * random token trees (a row that sees no key among them), lengths that are no page multiple, pages
  * shuffled over a pool with NaN in every slot no token owns, GQA 8:1 and MQA (more rows than one
@@ -8,7 +8,9 @@
  * rounding), with rows at the ends of the cache's range. O and the log-sum-exp are poisoned before
  * each launch and checked against the fp64 reference (l10_reference()) on every row; each case runs
  * twice on the same workspace, then again after the lengths, counts and tables change on the device
- * under the same limits, as a captured graph would see them. Under compute-sanitizer
+ * under the same limits, as a captured graph would see them. Version 3 on forked batches: the
+ * plan's shared keys (runs, a neighbour that diverged early, draft tokens inside a shared page,
+ * nothing shared) and the cascade's output on every row. Under compute-sanitizer
  * (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape. Exits 77 (skipped) without a
  * GPU. */
 #include <math.h>
@@ -81,11 +83,12 @@ typedef struct gpu_step {
   uint32_t *d_tree;
   float *d_lse;
   size_t ws_bytes;
-  int fp8;            /* version 2: the step reads the FP8 cache below */
-  void *d_k8, *d_v8;  /* its e4m3 pools */
-  float *d_ks, *d_vs; /* and scales */
-  int *d_slots;       /* every slot of the pool, for the append */
-  float *orig_o;      /* the reference on the values before rounding */
+  int fp8;                 /* version 2: the step reads the FP8 cache below */
+  void *d_k8, *d_v8;       /* its e4m3 pools */
+  float *d_ks, *d_vs;      /* and scales */
+  int *d_slots;            /* every slot of the pool, for the append */
+  float *orig_o;           /* the reference on the values before rounding */
+  const l10_cascade *casc; /* version 3: run this cascade instead of st */
 } gpu_step;
 
 /* Draws the step's counts, trees, values and a shuffled pool with NaN in every slot no token
@@ -229,7 +232,8 @@ static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
   ck_assert_int_eq(cudaMemset(g->d_o, 0xFF, on * 2), cudaSuccess);
   ck_assert_int_eq(cudaMemset(g->d_lse, 0xFF, rows * 4), cudaSuccess);
   ck_assert_int_eq(
-      (g->fp8 ? l10_fp8 : l10_draft)(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0),
+      g->casc ? l10_cascade_run(g->casc, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0)
+              : (g->fp8 ? l10_fp8 : l10_draft)(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0),
       cudaSuccess);
   ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
   uint16_t *o = (uint16_t *)malloc(on * 2 + 2);
@@ -441,8 +445,11 @@ START_TEST(bad_limits_are_refused) {
                  .block_size = 16,
                  .mask = L10_MASK_NONE,
                  .scale = 0.1f};
-  st.max_q = L10_MAX_DRAFT + 1;
+  st.max_q = L10_MAX_SHARED_Q + 1; /* no mask: at most L10_MAX_SHARED_Q tokens */
   ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.max_q = L10_MAX_DRAFT + 1, st.mask = L10_MASK_CAUSAL; /* with a mask, L10_MAX_DRAFT */
+  ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
+  st.mask = L10_MASK_NONE;
   st.max_q = 4, st.block_size = 24;
   ck_assert_int_eq(l10_draft(&st, d, (float *)d, NULL, 0, 0), cudaErrorInvalidValue);
   st.block_size = 16, st.mask = L10_MASK_TREE; /* no tree words */
@@ -526,6 +533,109 @@ START_TEST(graph_replay_matches_direct_launch) {
 }
 END_TEST
 
+/* Version 3's cases: a step whose sequence b takes its first fork[b] keys (whole pages) from
+ * sequence 0's pages, as lesson 07's fork leaves the table, and the shared keys the plan must
+ * find for each sequence. */
+typedef struct fork_case {
+  step_case c;
+  int fork[8], shared[8];
+} fork_case;
+
+static const struct {
+  fork_case full, small;
+} kForks[] = {
+    /* 32/8 heads, causal: four forked (1 + 1 + 3 + 16 draft tokens: one prefix-pass sequence of
+     * 84 rows a KV head, two units), the fifth on its own */
+    {{{32, 8, 128, 16, L10_MASK_CAUSAL, 5, 0, 0, {1000, 1200, 1100, 700, 300}, {1, 1, 3, 16, 2}},
+      {0, 640, 640, 640, 0},
+      {640, 640, 640, 640, 0}},
+     {{32, 8, 128, 16, L10_MASK_CAUSAL, 5, 0, 0, {400, 500, 450, 350, 300}, {1, 1, 3, 16, 2}},
+      {0, 320, 320, 320, 0},
+      {320, 320, 320, 320, 0}}},
+    /* GQA 8:1, dim 64, pages of 8, token trees: 27 draft tokens over the shared pages (216 rows a
+     * KV head, four units) */
+    {{{16, 2, 64, 8, L10_MASK_TREE, 3, 0, 0, {600, 513, 2000}, {4, 16, 7}},
+      {0, 496, 496},
+      {496, 496, 496}},
+     {{16, 2, 64, 8, L10_MASK_TREE, 3, 0, 0, {300, 260, 400}, {4, 16, 7}},
+      {0, 240, 240},
+      {240, 240, 240}}},
+    /* the second diverged early: the run shares only its 10 pages */
+    {{{32, 8, 128, 16, L10_MASK_NONE, 3, 0, 0, {900, 900, 900}, {2, 2, 2}},
+      {0, 160, 640},
+      {160, 160, 160}},
+     {{32, 8, 128, 16, L10_MASK_NONE, 3, 0, 0, {500, 500, 500}, {2, 2, 2}},
+      {0, 160, 320},
+      {160, 160, 160}}},
+    /* MQA 32:1, dim 64, pages of 32: 21 draft tokens, 672 rows over the shared pages */
+    {{{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {2000, 1500}, {16, 5}}, {0, 1024}, {1024, 1024}},
+     {{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {600, 500}, {16, 5}}, {0, 320}, {320, 320}}},
+    /* shared up to the draft tokens: the third's draft tokens start inside the 64th page, so the
+     * run shares 63 pages (the second's own keys: the 64th page's 16 and its 4 draft tokens) */
+    {{{32, 8, 128, 16, L10_MASK_CAUSAL, 3, 0, 0, {1040, 1028, 1035}, {8, 4, 16}},
+      {0, 1024, 1024},
+      {1008, 1008, 1008}},
+     {{32, 8, 128, 16, L10_MASK_CAUSAL, 3, 0, 0, {1040, 1028, 1035}, {8, 4, 16}},
+      {0, 1024, 1024},
+      {1008, 1008, 1008}}},
+    /* nothing shared: one sequence, pages of 128 (the cascade is version 1's step) */
+    {{{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {4099}, {4}}, {0}, {0}},
+     {{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {517}, {4}}, {0}, {0}}},
+};
+#define N_FORKS ((int)(sizeof kForks / sizeof kForks[0]))
+
+/* Version 3 on fork case @p i: the plan must find the shared keys the case says, and the cascade
+ * (both passes and the merge) must match the reference on every row, twice on one workspace. */
+START_TEST(cascade_steps_match_the_reference) {
+  const fork_case *f = attn_test_sanitizer_sized() ? &kForks[_i].small : &kForks[_i].full;
+  const step_case *c = &f->c;
+  gpu_step g;
+  int lim_q = 0, lim_kv = 0;
+  alloc_step(&g, c, 0, &lim_q, &lim_kv);
+  draw(&g, c, c->lens, c->qlens, 4321u + (uint64_t)_i, 0);
+  const int mb = g.st.max_blocks, bs = c->block_size;
+  for (int b = 1; b < c->batch; ++b) { /* the fork: sequence 0's pages at the start of the row */
+    ck_assert_int_le(f->fork[b], c->lens[0] / bs * bs);
+    for (int j = 0; j < f->fork[b] / bs; ++j) g.table[(size_t)b * mb + j] = g.table[j];
+  }
+  l10_reference(&g.st, g.q, g.qs, g.ql, g.tree, g.k, g.v, g.table, g.lens, NULL, g.ref_o,
+                g.ref_lse);
+  send(&g, c);
+  l10_cascade_plan plan;
+  ck_assert_int_eq(l10_cascade_plan_make(c->batch, mb, bs, g.qs, g.ql, g.lens, g.table, &plan), 0);
+  int any = 0;
+  for (int b = 0; b < c->batch; ++b) {
+    ck_assert_msg(plan.shared_keys[b] == f->shared[b], "sequence %d: %d shared keys, want %d", b,
+                  plan.shared_keys[b], f->shared[b]);
+    ck_assert_int_eq(plan.suf_seq_lens[b], g.lens[b] - f->shared[b]);
+    any |= f->shared[b] > 0;
+  }
+  ck_assert_int_eq(plan.n_prefix > 0, any);
+  l10_cascade_dev dev;
+  ck_assert_int_eq(l10_cascade_upload(&plan, c->batch, mb, &dev), cudaSuccess);
+  l10_cascade casc;
+  l10_cascade_make(&g.st, g.total_q, &plan, &dev, &casc);
+  printf(
+      "cascade case %d: batch %d, heads %d/%d, dim %d, pages of %d, mask %d: %d prefix-pass "
+      "sequences (up to %d draft tokens over %d keys), suffixes up to %d keys\n",
+      _i, c->batch, c->heads, c->kv_heads, c->dim, bs, c->mask, plan.n_prefix, plan.max_prefix_q,
+      plan.max_prefix_keys, plan.max_suffix_keys);
+  cudaFree(g.d_ws);
+  g.ws_bytes = l10_cascade_workspace_bytes(&casc);
+  ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
+  ck_assert_int_eq(cudaMemset(g.d_ws, 0xFF, g.ws_bytes), cudaSuccess); /* NaN, not zeros */
+  g.casc = &casc;
+  run_and_check(&g, c, "cascade");
+  run_and_check(&g, c, "cascade, same workspace");
+  /* a workspace one byte short is refused, and nothing is launched */
+  ck_assert_int_eq(l10_cascade_run(&casc, g.d_o, g.d_lse, g.d_ws, g.ws_bytes - 1, 0),
+                   cudaErrorInvalidValue);
+  l10_cascade_dev_free(&dev);
+  l10_cascade_plan_free(&plan);
+  free_step(&g);
+}
+END_TEST
+
 int main(void) {
   attn_test_gpu_or_skip(&g_dev);
   Suite *s = suite_create("lesson10_gpu");
@@ -534,6 +644,10 @@ int main(void) {
   tcase_add_loop_test(tc, draft_steps_match_the_reference, 0, N_CASES);
   tcase_add_test(tc, bad_limits_are_refused);
   suite_add_tcase(s, tc);
+  TCase *tk = tcase_create("cascade"); /* version 3: CK_RUN_CASE=cascade runs it alone */
+  tcase_set_timeout(tk, 600);
+  tcase_add_loop_test(tk, cascade_steps_match_the_reference, 0, N_FORKS);
+  suite_add_tcase(s, tk);
   TCase *tg = tcase_create("graph"); /* CK_RUN_CASE=graph runs it alone */
   tcase_set_timeout(tg, 600);
   /* Version 2 needs e4m3 conversions (compute capability 8.9): below, its tests are left out and

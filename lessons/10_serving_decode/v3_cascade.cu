@@ -1,0 +1,131 @@
+// clang-format off
+/** @file
+ * @brief Version 3: shared prefixes (a cascade). Sequences forked from one prompt share its pages
+ * (lesson 07's fork); version 1 reads those pages once per sequence. Version 3 reads them once
+ * for the draft tokens of up to L10_MAX_DRAFT sequences at a time, then each sequence's own keys,
+ * and merges the two partial states of every row by the log-sum-exp algebra of lessons 02 and 06
+ * (the drill's l10_merge_state()).
+ *
+ * What changed: nothing in the kernel. The plan (cascade.c, l10_cascade_plan_make()) finds the
+ * shared pages in the block table: neighbours whose rows start with the same page numbers share
+ * those pages, up to the last whole page before each one's draft tokens. The step becomes two
+ * launches of version 1's kernel and a merge:
+ *  - the prefix pass: one "sequence" holding the draft tokens of a run of forked neighbours
+ *    (their packed rows one after the other, up to L10_MAX_SHARED_Q tokens), over the shared
+ *    pages, no mask (every draft token sees every key before the first draft token). Its rows are
+ *    several units of 64; the blocks of one chunk's units are neighbours in the grid, so they run
+ *    together and the second reads the chunk from L2: the prefix crosses the bus about once;
+ *  - the suffix pass: every sequence over the pages it does not share (its table row shifted past
+ *    them, its length less the shared keys), with its own mask: the draft tokens stand at the end
+ *    in both steps, so the mask is unchanged;
+ *  - the merge: for every row of the prefix pass, O = (w_a O_a + w_b O_b) / (w_a + w_b) and
+ *    LSE = m + log(w_a + w_b), with w = exp(LSE - m), m the larger LSE. A warp per (row, head).
+ *
+ * Why: a server that forks 32 samples (or beams, or agents) from one 32k-token prompt reads that
+ * prompt 32 times per step with version 1; it is the same 16 MB of every KV head each time.
+ *
+ * Prediction: 32 sequences sharing 32k keys, 1k of their own each, one draft token (32/8 heads,
+ * dim 128): version 1 and lesson 07's version 5 read 32 x 33k keys, version 3 32k + 32 x 1k,
+ * 16x fewer bytes; the suffix pass (32 short sequences) and four launches (two passes, the chunks'
+ * merge of the prefix pass, the cascade's merge) cost more per byte, so 10-12x lesson 07's
+ * version 5.
+ *
+ * Measured: H200, 2026-11-26 (development runs in docs/results/h200-l10e-2026-11-26, dev-*.log;
+ * the archive's tables in the README), 32 sequences sharing 32768 keys, 1024 of their own, one
+ * draft token, dim 128: 0.136-0.140 ms, against 0.996 ms for version 1 and 0.487 ms for lesson
+ * 07's version 5 on the same forked cache: 3.5x, not the 10x asked. Two things the prediction
+ * missed. Lesson 07's kernel on a forked cache is not the 1 ms its bytes say: its 32 sequences
+ * read the same pages at the same time, and the L2 serves about half of them (9.1 TB/s of what it
+ * reads). And the prefix pass is not bound by the memory: its 128 rows a KV head are two units of
+ * 64, and each unit's block does all the work of a chunk for its rows (version 1 moves about 3.5
+ * TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.98 TB/s of the pages touched,
+ * 41% of HBM. The prefix pass is prefill-shaped (many rows, one set of keys), and a kernel with
+ * more rows per block is the next step. The first form (sequences of 16 tokens, a kernel filling
+ * the prefix's LSE first) ran the same at dim 64 (0.0957 ms against 0.0954, dev-cascade-first-
+ * form.log): whether the prefix crosses the bus once or twice mattered less than the units' work.
+ * The two passes on two streams bought 1-7% (dev-cascade-two-streams.log) and are not kept. The
+ * error of O is version 1's and one more bf16 rounding: the partial states are bf16 (rel_l2 2.4e-3
+ * against 1.8e-3 for version 1 on the same rows).
+ *
+ * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
+ * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
+ * `./run 6` with the same arguments is lesson 07's version 5 on that cache).
+ */
+// clang-format on
+
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "attn_cuda.cuh"
+#include "serving_decode.h"
+
+/** Bytes from the start of the workspace to the passes' own workspace: the prefix pass's O (bf16)
+ * and log-sum-exp (fp32) of every row, each at a 256-byte boundary. */
+static size_t cascade_state_bytes(const l10_cascade *c) {
+  const size_t rows = (size_t)c->total_q * c->suffix.heads;
+  const size_t o = (rows * c->suffix.dim * sizeof(attn_bf16) + 255) / 256 * 256;
+  return o + (rows * sizeof(float) + 255) / 256 * 256;
+}
+
+extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
+  const size_t pre = c->prefix.batch > 0 ? l10_draft_workspace_bytes(&c->prefix) : 0;
+  const size_t suf = l10_draft_workspace_bytes(&c->suffix);
+  return cascade_state_bytes(c) + (pre > suf ? pre : suf);
+}
+
+/** A warp per (row, head) of the prefix pass's sequences (their @p q_start, @p q_lens; rows of
+ * sequences that share nothing are not among them): the suffix's state in @p o, @p lse (in place)
+ * merged with the prefix's (@p o_pre, @p lse_pre), two columns per lane per step. */
+static __global__ void cascade_merge(attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                                     const attn_bf16 *__restrict__ o_pre,
+                                     const float *__restrict__ lse_pre,
+                                     const int *__restrict__ q_start,
+                                     const int *__restrict__ q_lens, int n_seq, int max_q,
+                                     int heads, int dim) {
+  const long long wg = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  const long long per_seq = (long long)max_q * heads;
+  if (wg >= per_seq * n_seq) return;
+  const int v = (int)(wg / per_seq), i = (int)(wg % per_seq / heads), h = (int)(wg % heads);
+  if (i >= min(q_lens[v], max_q)) return;
+  const int w = (q_start[v] + i) * heads + h;
+  const float lb = lse_pre[w];
+  if (lb == -INFINITY) return; /* no shared key seen: the suffix's state is the row's */
+  const float la = lse[w];     /* -inf when the row sees none of its own keys */
+  const float mx = fmaxf(la, lb);
+  const float wa = la == -INFINITY ? 0.f : expf(la - mx), wb = expf(lb - mx);
+  const float inv = 1.f / (wa + wb);
+  __nv_bfloat162 *orow = (__nv_bfloat162 *)(o + (size_t)w * dim);
+  const __nv_bfloat162 *prow = (const __nv_bfloat162 *)(o_pre + (size_t)w * dim);
+  for (int c = lane; c < dim / 2; c += 32) {
+    const float2 a = __bfloat1622float2(orow[c]), b = __bfloat1622float2(prow[c]);
+    orow[c] = __floats2bfloat162_rn((wa * a.x + wb * b.x) * inv, (wa * a.y + wb * b.y) * inv);
+  }
+  if (lane == 0) lse[w] = mx + logf(wa + wb);
+}
+
+extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse, void *workspace,
+                                       size_t workspace_bytes, cudaStream_t stream) {
+  if (!c || !o || !lse || c->total_q < 1) return cudaErrorInvalidValue;
+  if (c->prefix.batch > 0 && (c->prefix.heads != c->suffix.heads || c->prefix.dim != c->suffix.dim))
+    return cudaErrorInvalidValue;
+  if (!workspace || workspace_bytes < l10_cascade_workspace_bytes(c)) return cudaErrorInvalidValue;
+  const int n = c->total_q * c->suffix.heads;
+  unsigned char *ws = (unsigned char *)workspace;
+  const size_t state = cascade_state_bytes(c);
+  attn_bf16 *o_pre = (attn_bf16 *)ws;
+  float *lse_pre = (float *)(ws + state - ((size_t)n * sizeof(float) + 255) / 256 * 256);
+  void *pass_ws = ws + state;
+  const size_t pass_bytes = workspace_bytes - state;
+  if (c->prefix.batch > 0)
+    ATTN_TRY(l10_draft(&c->prefix, o_pre, lse_pre, pass_ws, pass_bytes, stream));
+  ATTN_TRY(l10_draft(&c->suffix, o, lse, pass_ws, pass_bytes, stream));
+  if (c->prefix.batch > 0) { /* 8 warps a block */
+    const long long warps = (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads;
+    cascade_merge<<<(unsigned)((warps + 7) / 8), 256, 0, stream>>>(
+        (attn_bf16 *)o, lse, o_pre, lse_pre, c->prefix.q_start, c->prefix.q_lens, c->prefix.batch,
+        c->prefix.max_q, c->prefix.heads, c->suffix.dim);
+    ATTN_TRY_LAUNCH();
+  }
+  return cudaSuccess;
+}
