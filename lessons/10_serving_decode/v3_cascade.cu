@@ -32,14 +32,14 @@
  *
  * Measured: H200, 2026-11-26 (development runs in docs/results/h200-l10e-2026-11-26, dev-*.log;
  * the archive's tables in the README), 32 sequences sharing 32768 keys, 1024 of their own, one
- * draft token, dim 128: 0.136-0.140 ms, against 0.996 ms for version 1 and 0.487 ms for lesson
- * 07's version 5 on the same forked cache: 3.5x, not the 10x asked. Two things the prediction
+ * draft token, dim 128: 0.136-0.141 ms, against 0.996 ms for version 1 and 0.484-0.487 ms for
+ * lesson 07's version 5 on the same forked cache: 3.4-3.6x, not the 10x asked. Two things the prediction
  * missed. Lesson 07's kernel on a forked cache is not the 1 ms its bytes say: its 32 sequences
  * read the same pages at the same time, and the L2 serves about half of them (9.1 TB/s of what it
  * reads). And the prefix pass is not bound by the memory: its 128 rows a KV head are two units of
  * 64, and each unit's block does all the work of a chunk for its rows (version 1 moves about 3.5
- * TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.98 TB/s of the pages touched,
- * 41% of HBM. The prefix pass is prefill-shaped (many rows, one set of keys), and a kernel with
+ * TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.9-2.0 TB/s of the pages
+ * touched, 40-41% of HBM. The prefix pass is prefill-shaped (many rows, one set of keys), and a kernel with
  * more rows per block is the next step. The first form (sequences of 16 tokens, a kernel filling
  * the prefix's LSE first) ran the same at dim 64 (0.0957 ms against 0.0954, dev-cascade-first-
  * form.log): whether the prefix crosses the bus once or twice mattered less than the units' work.
