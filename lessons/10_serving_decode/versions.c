@@ -482,6 +482,27 @@ static const attn_version kVersions[L10_VERSIONS] = {
      .custom = &kDraft},
 };
 
+/* A CPU model's O and log-sum-exp (@p o, @p lse: @p rows rows of @p dim) against the reference's
+ * (@p ro, @p rl): prints "cpu model of WHAT: PASS" (or FAIL) and both verdicts, and returns 0 when
+ * both pass. */
+static int model_verdict(const char *what, const float *o, const float *lse, const float *ro,
+                         const float *rl, size_t rows, int dim) {
+  attn_verdict vo, vl;
+  attn_verdict_init(&vo, ATTN_F32);
+  attn_verdict_init_lse(&vl, ATTN_F32);
+  for (size_t i = 0; i < rows * dim; ++i) attn_verdict_add(&vo, o[i], ro[i]);
+  for (size_t i = 0; i < rows; ++i) attn_verdict_add(&vl, lse[i], rl[i]);
+  attn_verdict_finish(&vo);
+  attn_verdict_finish(&vl);
+  const int status = !(vo.pass && vl.pass);
+  printf("cpu model of %s: %s\n  O:   ", what, status ? "FAIL" : "PASS");
+  attn_verdict_print(&vo, stdout);
+  printf("\n  LSE: ");
+  attn_verdict_print(&vl, stdout);
+  printf("\n");
+  return status;
+}
+
 /* Version 2 on the CPU: the pools @p k and @p v quantised row by row as the append does (codes'
  * values and a scale per key row), the model with those scales against the reference on the
  * cache's values (code x scale), and that reference against @p ref (the one on the values before
@@ -507,29 +528,17 @@ static int cpu_model_fp8(const l10_step *st, int chunk, const float *q, const in
     l10_step st8 = *st;
     st8.k_scale = ks, st8.v_scale = vs;
     if (l10_cpu_model(&st8, chunk, q, qs, ql, tree, kc, vc, table, lens, o4, l4) == 0) {
-      attn_verdict vo, vl, vr;
-      attn_verdict_init(&vo, ATTN_F32);
-      attn_verdict_init_lse(&vl, ATTN_F32);
+      status = model_verdict(
+          "version 2 (the same step over an FP8 copy of the pool: K scales on "
+          "the scores, V scales in P over a running maximum)",
+          o4, l4, o3, l3, ln, D);
+      attn_verdict vr;
       attn_verdict_init(&vr, ATTN_BF16);
-      for (size_t i = 0; i < on; ++i) {
-        attn_verdict_add(&vo, o4[i], o3[i]);
-        attn_verdict_add(&vr, o3[i], ref[i]);
-      }
-      for (size_t i = 0; i < ln; ++i) attn_verdict_add(&vl, l4[i], l3[i]);
-      attn_verdict_finish(&vo);
-      attn_verdict_finish(&vl);
+      for (size_t i = 0; i < on; ++i) attn_verdict_add(&vr, o3[i], ref[i]);
       attn_verdict_finish(&vr);
-      status = !(vo.pass && vl.pass);
       printf(
-          "cpu model of version 2 (the same step over an FP8 copy of the pool: K scales on the "
-          "scores, V scales in P over a running maximum): %s\n  O:   ",
-          status ? "FAIL" : "PASS");
-      attn_verdict_print(&vo, stdout);
-      printf("\n  LSE: ");
-      attn_verdict_print(&vl, stdout);
-      printf(
-          "\nthe FP8 rounding alone (the reference on the cache's values against the one "
-          "before rounding): O max_abs %.2e  rel_l2 %.2e\n",
+          "the FP8 rounding alone (the reference on the cache's values against the one before "
+          "rounding): O max_abs %.2e  rel_l2 %.2e\n",
           vr.max_abs, vr.rel_l2);
     }
   }
@@ -574,26 +583,16 @@ static int cpu_model_cascade(uint64_t seed) {
                          .scale = 0.125f};
     l10_reference(&st, q, qs, ql, NULL, k, v, table, lens, NULL, o1, l1);
     l10_cascade_plan plan;
-    if (l10_cascade_plan_make(B, MAXB, BS, qs, ql, lens, table, &plan) == 0 &&
-        l10_cascade_cpu(&st, 256, q, qs, ql, NULL, k, v, table, lens, total_q, o2, l2) == 0) {
-      attn_verdict vo, vl;
-      attn_verdict_init(&vo, ATTN_F32);
-      attn_verdict_init_lse(&vl, ATTN_F32);
-      for (size_t i = 0; i < on; ++i) attn_verdict_add(&vo, o2[i], o1[i]);
-      for (size_t i = 0; i < on / D; ++i) attn_verdict_add(&vl, l2[i], l1[i]);
-      attn_verdict_finish(&vo);
-      attn_verdict_finish(&vl);
-      status = !(vo.pass && vl.pass);
-      printf(
-          "cpu model of version 3 (lengths 700, 650, 900, 129; the first three forked from one "
-          "prompt; causal): the plan reads %d shared keys once for %d draft tokens (%d prefix "
-          "pass sequence%s), then %d keys at most per sequence; %s\n  O:   ",
-          plan.max_prefix_keys, plan.max_prefix_q, plan.n_prefix, plan.n_prefix == 1 ? "" : "s",
-          plan.max_suffix_keys, status ? "FAIL" : "PASS");
-      attn_verdict_print(&vo, stdout);
-      printf("\n  LSE: ");
-      attn_verdict_print(&vl, stdout);
-      printf("\n");
+    if (l10_cascade_plan_make(B, MAXB, BS, qs, ql, lens, table, &plan) == 0) {
+      char what[320];
+      snprintf(what, sizeof what,
+               "version 3 (lengths 700, 650, 900, 129; the first three forked from one prompt; "
+               "causal): the plan reads %d shared keys once for %d draft tokens (%d prefix pass "
+               "sequence%s), then %d keys at most per sequence",
+               plan.max_prefix_keys, plan.max_prefix_q, plan.n_prefix,
+               plan.n_prefix == 1 ? "" : "s", plan.max_suffix_keys);
+      if (l10_cascade_cpu(&st, 256, q, qs, ql, NULL, k, v, table, lens, total_q, o2, l2) == 0)
+        status = model_verdict(what, o2, l2, o1, l1, on / D, D);
       l10_cascade_plan_free(&plan);
     }
   }
@@ -642,22 +641,12 @@ static int cpu_part(const attn_options *o) {
     l10_reference(&st, q, qs, ql, tree, k, v, table, lens, NULL, o1, l1);
     const int chunk = 256;
     if (l10_cpu_model(&st, chunk, q, qs, ql, tree, k, v, table, lens, o2, l2) == 0) {
-      attn_verdict vo, vl;
-      attn_verdict_init(&vo, ATTN_F32);
-      attn_verdict_init_lse(&vl, ATTN_F32);
-      for (size_t i = 0; i < (size_t)total_q * H * D; ++i) attn_verdict_add(&vo, o2[i], o1[i]);
-      for (size_t i = 0; i < (size_t)total_q * H; ++i) attn_verdict_add(&vl, l2[i], l1[i]);
-      attn_verdict_finish(&vo);
-      attn_verdict_finish(&vl);
-      status = !(vo.pass && vl.pass);
-      printf(
-          "cpu model of version 1 (lengths 700, 5, 129; 3, 1, 5 draft tokens in a tree; GQA 4:1; "
-          "chunks of %d keys): %s\n  O:   ",
-          chunk, status ? "FAIL" : "PASS");
-      attn_verdict_print(&vo, stdout);
-      printf("\n  LSE: ");
-      attn_verdict_print(&vl, stdout);
-      printf("\n");
+      char what[160];
+      snprintf(what, sizeof what,
+               "version 1 (lengths 700, 5, 129; 3, 1, 5 draft tokens in a tree; GQA 4:1; chunks "
+               "of %d keys)",
+               chunk);
+      status = model_verdict(what, o2, l2, o1, l1, (size_t)total_q * H, D);
     }
     if (status == 0)
       status = cpu_model_fp8(&st, chunk, q, qs, ql, tree, k, v, pool_blocks, table, lens, o1);
