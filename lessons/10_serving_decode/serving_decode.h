@@ -270,8 +270,12 @@ typedef struct l10_cascade {
 
 /** The plan's arrays on the device (l10_cascade_upload()). */
 typedef struct l10_cascade_dev {
-  int *pre_q_start, *pre_q_lens, *pre_seq_lens, *pre_table; /**< the prefix pass's */
-  int *suf_seq_lens, *suf_table;                            /**< the suffix pass's */
+  int *pre_q_start;  /**< the plan's pre_q_start */
+  int *pre_q_lens;   /**< the plan's pre_q_lens */
+  int *pre_seq_lens; /**< the plan's pre_seq_lens */
+  int *pre_table;    /**< the plan's pre_table */
+  int *suf_seq_lens; /**< the plan's suf_seq_lens */
+  int *suf_table;    /**< the plan's suf_table */
 } l10_cascade_dev;
 
 /** Copy the plan's arrays to the device; l10_cascade_dev_free() frees them. */
