@@ -2,9 +2,9 @@
 /** @file
  * @brief Version 3: shared prefixes (a cascade). Sequences forked from one prompt share its pages
  * (lesson 07's fork); version 1 reads those pages once per sequence. Version 3 reads them once
- * for the draft tokens of up to L10_MAX_DRAFT sequences at a time, then each sequence's own keys,
- * and merges the two partial states of every row by the log-sum-exp algebra of lessons 02 and 06
- * (the drill's l10_merge_state()).
+ * for the draft tokens of all the forked sequences together (up to L10_MAX_SHARED_Q tokens), then
+ * each sequence's own keys, and merges the two partial states of every row by the log-sum-exp
+ * algebra of lessons 02 and 06 (the drill's l10_merge_state()).
  *
  * What changed: nothing in the kernel. The plan (cascade.c, l10_cascade_plan_make()) finds the
  * shared pages in the block table: neighbours whose rows start with the same page numbers share
@@ -14,7 +14,7 @@
  *    (their packed rows one after the other, up to L10_MAX_SHARED_Q tokens), over the shared
  *    pages, no mask (every draft token sees every key before the first draft token). Its rows are
  *    several units of 64; the blocks of one chunk's units are neighbours in the grid, so they run
- *    together and the second reads the chunk from L2: the prefix crosses the bus about once;
+ *    together and the later ones can read the chunk from L2;
  *  - the suffix pass: every sequence over the pages it does not share (its table row shifted past
  *    them, its length less the shared keys), with its own mask: the draft tokens stand at the end
  *    in both steps, so the mask is unchanged;
@@ -33,14 +33,14 @@
  * Measured: H200, 2026-11-26 (development runs in docs/results/h200-l10e-2026-11-26, dev-*.log;
  * the archive's tables in the README), 32 sequences sharing 32768 keys, 1024 of their own, one
  * draft token, dim 128: 0.136-0.141 ms, against 0.996 ms for version 1 and 0.484-0.487 ms for
- * lesson 07's version 5 on the same forked cache: 3.4-3.6x, not the 10x asked. Two things the prediction
- * missed. Lesson 07's kernel on a forked cache is not the 1 ms its bytes say: its 32 sequences
- * read the same pages at the same time, and the L2 serves about half of them (9.1 TB/s of what it
- * reads). And the prefix pass is not bound by the memory: its 128 rows a KV head are two units of
- * 64, and each unit's block does all the work of a chunk for its rows (version 1 moves about 3.5
- * TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.9-2.0 TB/s of the pages
- * touched, 40-41% of HBM. The prefix pass is prefill-shaped (many rows, one set of keys), and a kernel with
- * more rows per block is the next step. The first form (sequences of 16 tokens, a kernel filling
+ * lesson 07's version 5 on the same forked cache: 3.4-3.6x, not the 10x asked. Two things the
+ * prediction missed. Lesson 07's kernel on a forked cache is not the 1 ms its bytes say: its 32
+ * sequences read the same pages at the same time, and the L2 serves about half of them (9.1 TB/s
+ * of what it reads). And the prefix pass is not bound by the memory: its 128 rows a KV head are
+ * two units of 64, and each unit's block does all the work of a chunk for its rows (version 1
+ * moves about 3.5 TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.9-2.0 TB/s
+ * of the pages touched, 40-41% of HBM. The prefix pass is prefill-shaped (many rows, one set of
+ * keys), and a kernel with more rows per block is the next step. The first form (sequences of 16 tokens, a kernel filling
  * the prefix's LSE first) ran the same at dim 64 (0.0957 ms against 0.0954, dev-cascade-first-
  * form.log): whether the prefix crosses the bus once or twice mattered less than the units' work.
  * The two passes on two streams bought 1-7% (dev-cascade-two-streams.log) and are not kept. The
