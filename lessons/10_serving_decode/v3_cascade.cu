@@ -40,9 +40,10 @@
  * two units of 64, and each unit's block does all the work of a chunk for its rows (version 1
  * moves about 3.5 TB/s of keys through one unit of 64 rows, 16 tokens, h200-l10d): 1.9-2.0 TB/s
  * of the pages touched, 40-41% of HBM. The prefix pass is prefill-shaped (many rows, one set of
- * keys), and a kernel with more rows per block is the next step. The first form (sequences of 16 tokens, a kernel filling
- * the prefix's LSE first) ran the same at dim 64 (0.0957 ms against 0.0954, dev-cascade-first-
- * form.log): whether the prefix crosses the bus once or twice mattered less than the units' work.
+ * keys), and a kernel with more rows per block is the next step. The first form (sequences of
+ * 16 tokens, a kernel filling the prefix's LSE first) ran the same at dim 64 (0.0957 ms against
+ * 0.0954, dev-cascade-first-form.log): whether the prefix crosses the bus once or twice mattered
+ * less than the units' work.
  * The two passes on two streams bought 1-7% (dev-cascade-two-streams.log) and are not kept. The
  * error of O is version 1's and one more bf16 rounding: the partial states are bf16 (rel_l2 2.4e-3
  * against 1.8e-3 for version 1 on the same rows).
