@@ -48,9 +48,9 @@ extern "C" {
 /** The most draft tokens per sequence and step. */
 #define L10_MAX_DRAFT 16
 /** The most query tokens per sequence of a step with no mask over a bf16 cache: version 3's prefix
- * pass packs the draft tokens of up to this many forked sequences into one "sequence" (its rows
- * are 1 + G x tokens / L10_UNIT_ROWS units, whose blocks for one chunk are neighbours in the grid
- * and share its keys through L2). */
+ * pass packs the draft tokens of forked sequences, up to this many, into one "sequence" (its G x
+ * tokens rows are ceil(G x tokens / L10_UNIT_ROWS) units, whose blocks for one chunk are neighbours
+ * in the grid). */
 #define L10_MAX_SHARED_Q 128
 /** Query rows (query heads of a KV group x draft tokens) one block holds: four 16-row tiles. */
 #define L10_UNIT_ROWS 64

@@ -456,8 +456,8 @@ static const attn_version kVersions[L10_VERSIONS] = {
      .varlen = 1,
      .custom = &kDraft},
     {.name = "cascade",
-     .summary = "the batch forked from one prompt: its shared pages read once per 16 sequences, "
-                "then each one's own, the states merged",
+     .summary = "the batch forked from one prompt: its shared pages read once for all of it, "
+                "then each sequence's own, the states merged",
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_BF16,
      .min_sm = 80,
@@ -547,8 +547,6 @@ static int cpu_model_fp8(const l10_step *st, int chunk, const float *q, const in
   return status;
 }
 
-/* The CPU part: the mask rule on a small tree, and version 1's CPU model against the reference on
- * an awkward step (GQA 4:1, lengths 700, 5 and 129, 3, 1 and 5 draft tokens, a tree). */
 /* Version 3 on the CPU: four sequences, the first three forked from one prompt (the second and
  * third rows of the table start with the first row's 32 pages), the fourth on its own, causal;
  * the cascade's model (the plan, both passes, the merge) against the reference. Returns 0 when it
@@ -600,6 +598,9 @@ static int cpu_model_cascade(uint64_t seed) {
   return status;
 }
 
+/* The CPU part: the mask rule on a small tree, and version 1's CPU model against the reference on
+ * an awkward step (GQA 4:1, lengths 700, 5 and 129, 3, 1 and 5 draft tokens, a tree), then
+ * versions 2 and 3's models. */
 static int cpu_part(const attn_options *o) {
   printf("a binary tree of 7 draft tokens after 4 keys: what each token sees (x) of keys 0..10\n");
   for (int i = 0; i < 7; ++i) {
