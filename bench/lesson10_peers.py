@@ -5,7 +5,7 @@ over an FP8 cache (its version 2) against itself over the bf16 cache (version 1)
 One step of speculative decoding: every sequence has T draft tokens (--tokens, 1 to 16), whose
 queries attend to the sequence's seq_kv keys in a paged cache, the last T of them the draft tokens'
 own (appended before the step, as a server appends them). 32 query heads (--heads), 8 KV heads
-(--kv-heads), head dimension 128 (--dims 128,64 adds 64), bf16, pages of 16 tokens
+(--kv-heads), head dimension 128 (--dims 128,64,256 adds 64 and 256), bf16, pages of 16 tokens
 (--block-size), batch 1, 16, 64 (--batches), seq_kv 4k, 32k, 128k (--kvs), every sequence seq_kv
 keys. Masks (--mask, a comma list runs several), as lessons/10_serving_decode/draft.h defines them
 (draft token i of n keys and T tokens stands at position n - T + i):
@@ -74,8 +74,8 @@ column, and both are in the what text, with the block size):
   l07-v5-balance  lesson 07's version 5 (l07_paged_balance_d128 / _d64) on the same pools, table
                   and Q: its Q `[batch, seq_q, heads, dim]` is the packed Q when every sequence
                   has T tokens; seq_q = T, causal flag 1 for the causal mask, seq_lens_host NULL
-                  (equal lengths). Only T <= 8 (L06_MAX_SEQ_Q) and masks none and causal: a
-                  skipped line (and a CSV row saying so) otherwise
+                  (equal lengths). Only T <= 8 (L06_MAX_SEQ_Q), masks none and causal, and head
+                  dimensions 64 and 128: a skipped line (and a CSV row saying so) otherwise
   cudnn-paged     cuDNN's paged SDPA graph (the cudnn Python package, nvidia-cudnn-frontend, the
                   graph of lesson07_peers.py with s_q = T): q and o `[batch, heads, T, dim]` views
                   of the packed tensors, the pools `[num_blocks, kv_heads, block_size, dim]`
@@ -282,7 +282,7 @@ def load_lib(path):
     lib.l10_step_check.argtypes = [sp, ctypes.POINTER(ctypes.c_char), sz]
     lib.l10_draft_workspace_bytes.restype = sz
     lib.l10_draft_workspace_bytes.argtypes = [sp]
-    for dim in (64, 128):
+    for dim in (64, 128, 256):
         # (step, o, lse, workspace, workspace_bytes, stream) -> cudaError_t
         f = getattr(lib, f"l10_draft_d{dim}")
         f.restype = i
@@ -301,7 +301,7 @@ def fp8_symbols(lib):
         #  stream) -> cudaError_t
         f.restype = i
         f.argtypes = [vp, vp, vp, i, i, i, i, vp, vp, vp, vp, vp]
-        for dim in (64, 128):
+        for dim in (64, 128, 256):
             f = getattr(lib, f"l10_fp8_d{dim}")  # as l10_draft_d{dim}
             f.restype = i
             f.argtypes = [ctypes.POINTER(L10Step), vp, vp, vp, sz, vp]
@@ -451,7 +451,7 @@ def main():
     ap.add_argument("--tokens", default="1,2,4,8,16",
                     help=f"draft tokens per sequence, 1..{L10_MAX_DRAFT}")
     ap.add_argument("--mask", default="causal", help="none, causal or tree (a comma list: each)")
-    ap.add_argument("--dims", default="128", help="head dimensions: 128, 64 or both")
+    ap.add_argument("--dims", default="128", help="head dimensions: any of 128, 64 and 256")
     ap.add_argument("--block-size", type=int, default=16, help="tokens per page, a power of two")
     ap.add_argument("--max-gb", type=float, default=24.0,
                     help="skip shapes whose K and V pools pass this many GB")
@@ -476,8 +476,8 @@ def main():
 
     dims, batches, kvs, tokens = ints(a.dims), ints(a.batches), ints(a.kvs), ints(a.tokens)
     masks = [m for m in a.mask.split(",") if m]
-    if not dims or any(d not in (64, 128) for d in dims):
-        ap.error(f"--dims takes 64 and 128; got {a.dims}")
+    if not dims or any(d not in (64, 128, 256) for d in dims):
+        ap.error(f"--dims takes 64, 128 and 256; got {a.dims}")
     if not tokens or any(not 1 <= t <= L10_MAX_DRAFT for t in tokens):
         ap.error(f"--tokens takes 1..{L10_MAX_DRAFT}; got {a.tokens}")
     if not masks or any(m not in MASKS for m in masks):
@@ -815,9 +815,10 @@ def measure_step(env, ctx, mask, t):
     # lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q for equal counts
     name = "l07-v5-balance"
     what = f"{paged}, lesson 07's version 5 (paged-balance) with seq_q {t}{tail}"
-    if mask == "tree" or t > L07_MAX_SEQ_Q:
+    if mask == "tree" or t > L07_MAX_SEQ_Q or dim not in (64, 128):
         why = ("lesson 07 has no tree mask" if mask == "tree" else
-               f"lesson 07 takes at most {L07_MAX_SEQ_Q} query tokens (L06_MAX_SEQ_Q)")
+               f"lesson 07 takes at most {L07_MAX_SEQ_Q} query tokens (L06_MAX_SEQ_Q)"
+               if t > L07_MAX_SEQ_Q else "lesson 07 is built for head dimensions 64 and 128")
         print(f"l10 impl={name} {where} skipped: {why}", flush=True)
         env.out.row(impl=f"{name}-{mask}", what=what, check=f"skipped: {why}", **shape)
     else:

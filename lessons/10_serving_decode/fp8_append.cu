@@ -54,7 +54,7 @@ static __global__ void __launch_bounds__(L10_APPEND_THREADS)
                           const int *__restrict__ slots, int n_tokens, int kv_heads, int dim,
                           int shift, uint8_t *__restrict__ k8, uint8_t *__restrict__ v8,
                           float *__restrict__ k_scale, float *__restrict__ v_scale) {
-  const int per_row = dim / 8; /* 8 or 16: a row's threads lie in one warp */
+  const int per_row = dim / 8; /* 8, 16 or 32: a row's threads lie in one warp */
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long row = i / per_row, rows = 2LL * n_tokens * kv_heads;
   const int c = (int)(i % per_row);
@@ -92,7 +92,7 @@ extern "C" cudaError_t l10_fp8_append(const void *k_new, const void *v_new, cons
                                       int n_tokens, int kv_heads, int dim, int block_size, void *k8,
                                       void *v8, float *k_scale, float *v_scale,
                                       cudaStream_t stream) {
-  if (n_tokens < 0 || kv_heads < 1 || (dim != 64 && dim != 128) || block_size < 1 ||
+  if (n_tokens < 0 || kv_heads < 1 || (dim != 64 && dim != 128 && dim != 256) || block_size < 1 ||
       (block_size & (block_size - 1)) != 0)
     return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;

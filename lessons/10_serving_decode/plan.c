@@ -10,8 +10,12 @@
 int l10_draft_chunk(const l10_step *s) {
   const int units = l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
   const long long blocks = (long long)s->batch * s->kv_heads * units;
-  const int per_sm = s->k_scale ? (s->dim == 64 ? l10_fp8_per_sm_d64() : l10_fp8_per_sm_d128())
-                                : (s->dim == 64 ? l10_draft_per_sm_d64() : l10_draft_per_sm_d128());
+  const int per_sm = s->k_scale ? (s->dim == 64    ? l10_fp8_per_sm_d64()
+                                   : s->dim == 128 ? l10_fp8_per_sm_d128()
+                                                   : l10_fp8_per_sm_d256())
+                                : (s->dim == 64    ? l10_draft_per_sm_d64()
+                                   : s->dim == 128 ? l10_draft_per_sm_d128()
+                                                   : l10_draft_per_sm_d256());
   const long long slots = (long long)l06_sm_count() * per_sm;
   /* l06_num_splits(): one wave of blocks, chunks of at least L06_MIN_CHUNK keys */
   const int splits =
@@ -49,6 +53,7 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
   if (!s) return cudaErrorInvalidValue;
   if (s->dim == 64) return l10_draft_d64(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 128) return l10_draft_d128(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 256) return l10_draft_d256(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
 }
 
@@ -57,5 +62,6 @@ cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, siz
   if (!s) return cudaErrorInvalidValue;
   if (s->dim == 64) return l10_fp8_d64(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 128) return l10_fp8_d128(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 256) return l10_fp8_d256(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
 }

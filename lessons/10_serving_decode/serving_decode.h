@@ -76,7 +76,7 @@ typedef struct l10_step {
   int batch;              /**< sequences */
   int heads;              /**< query heads */
   int kv_heads;           /**< KV heads (heads a multiple of it) */
-  int dim;                /**< head dimension: 64 or 128 */
+  int dim;                /**< head dimension: 64, 128 or 256 */
   int max_q;              /**< the most draft tokens of any sequence: 1..L10_MAX_DRAFT (no mask,
                                bf16 cache: 1..L10_MAX_SHARED_Q) */
   int max_seq_kv;         /**< the most keys of any sequence (the grid's limit) */
@@ -124,13 +124,17 @@ cudaError_t l10_draft_d64(const l10_step *s, void *o, float *lse, void *workspac
                           size_t workspace_bytes, cudaStream_t stream);
 cudaError_t l10_draft_d128(const l10_step *s, void *o, float *lse, void *workspace,
                            size_t workspace_bytes, cudaStream_t stream);
+cudaError_t l10_draft_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                           size_t workspace_bytes, cudaStream_t stream);
 /** Blocks of version 1's kernel one SM holds, head dimension 64 (0 without a device). */
 int l10_draft_per_sm_d64(void);
 /** The same, head dimension 128. */
 int l10_draft_per_sm_d128(void);
+/** The same, head dimension 256. */
+int l10_draft_per_sm_d256(void);
 /** @} */
 
-/** Version 1 for head dimension s->dim (64 or 128). */
+/** Version 1 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
                       size_t workspace_bytes, cudaStream_t stream);
 
@@ -167,7 +171,7 @@ void l10_fp8_dequantise_pool(const uint8_t *codes, const float *scales, int page
  * into slot @p slots[t] (page slots[t] / block_size, row slots[t] % block_size; below 0: skipped)
  * of the e4m3 pools @p k8 and @p v8 (`[num_blocks, block_size, kv_heads, dim]`), each row with
  * its scale in @p k_scale / @p v_scale (`[num_blocks, kv_heads, block_size]`), as
- * l10_fp8_quantise_row() computes them. dim 64 or 128, block_size a power of two. Needs
+ * l10_fp8_quantise_row() computes them. dim 64, 128 or 256, block_size a power of two. Needs
  * compute capability 8.9 or above (cudaErrorNotSupported below); cudaErrorInvalidValue for bad
  * arguments.
  */
@@ -182,11 +186,16 @@ cudaError_t l10_fp8_d64(const l10_step *s, void *o, float *lse, void *workspace,
 /** Version 2, head dimension 128. */
 cudaError_t l10_fp8_d128(const l10_step *s, void *o, float *lse, void *workspace,
                          size_t workspace_bytes, cudaStream_t stream);
+/** Version 2, head dimension 256. */
+cudaError_t l10_fp8_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                         size_t workspace_bytes, cudaStream_t stream);
 /** Blocks of version 2's kernel one SM holds, head dimension 64 (0 without a device). */
 int l10_fp8_per_sm_d64(void);
 /** The same, head dimension 128. */
 int l10_fp8_per_sm_d128(void);
-/** Version 2 for head dimension s->dim (64 or 128). */
+/** The same, head dimension 256. */
+int l10_fp8_per_sm_d256(void);
+/** Version 2 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
                     cudaStream_t stream);
 /** @} */

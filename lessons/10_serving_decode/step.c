@@ -26,8 +26,8 @@ int l10_step_check(const l10_step *s, char *err, size_t err_len) {
   if (s->kv_heads < 1) return refuse(err, err_len, "kv_heads %d: at least 1", s->kv_heads);
   if (s->heads % s->kv_heads != 0)
     return refuse(err, err_len, "heads %d is not a multiple of kv_heads %d", s->heads, s->kv_heads);
-  if (s->dim != 64 && s->dim != 128)
-    return refuse(err, err_len, "dim %d: the kernels are built for 64 and 128", s->dim);
+  if (s->dim != 64 && s->dim != 128 && s->dim != 256)
+    return refuse(err, err_len, "dim %d: the kernels are built for 64, 128 and 256", s->dim);
   /* more tokens only without a mask (no tree word, no diagonal) over a bf16 cache */
   const int most_q = s->mask == L10_MASK_NONE && !s->k_scale ? L10_MAX_SHARED_Q : L10_MAX_DRAFT;
   if (s->max_q < 1 || s->max_q > most_q)

@@ -96,8 +96,12 @@
 #define FD_TILE_BYTES (FD_TK * FD_ROWB) /**< one K or V tile: 4 KiB at dim 128 */
 #define FD_ROWS L10_UNIT_ROWS           /**< group rows of a unit: 4 row tiles */
 #define FD_Q_BYTES (FD_ROWS * FD_ROWB)  /**< the unit's Q tile: 16 KiB at dim 128 */
-/** The ring: tiles in flight per warp (lesson 07's shallow ring), two blocks per SM. */
+/** The ring: tiles in flight per warp (lesson 07's shallow ring), two blocks per SM at dim 64 and
+ * 128; at dim 256 three stages take 224 KiB, and an SM holds one block. */
 #define FD_STAGES (HEAD_DIM == 64 ? 6 : 3)
+/** 1 where the warp holds its Q fragments in registers (dim 64 and 128), 0 where it reads them
+ * from shared memory at every k-step (dim 256: fd_q). */
+#define FD_Q_IN_REGS (HEAD_DIM <= 128)
 /** Bytes of one warp's slice: FD_STAGES buffers of K and V; the warp's fp32 16 x dim state reuses
  * it at the end (16 x dim x 4 = 2 tiles). */
 #define FD_WARP_BYTES (FD_STAGES * 2 * FD_TILE_BYTES)
@@ -216,16 +220,46 @@ static __device__ __forceinline__ int fd_sidx(int rr, int c) {
   return rr * HEAD_DIM + (c ^ ((rr & 3) << 3));
 }
 
+/** Where a warp's Q fragments (the A operand of S = Q K^T, one per k-step) come from. At dim 64
+ * and 128 they are loaded once and held in registers (16 and 32 of them). At dim 256 they would
+ * be 64 registers beside O's 128, and ptxas spills: there each k-step reads its fragment from the
+ * row tile in shared memory, one more ldmatrix per k-step. */
+typedef struct fd_q {
+#if FD_Q_IN_REGS
+  uint32_t f[FD_KS][4]; /**< the fragments, k-step by k-step */
+#else
+  uint32_t tile;   /**< shared-memory address of the warp's 16-row tile of Q */
+  uint32_t off[4]; /**< this lane's ldmatrix row offsets in it (fd_ldmatrix_offsets()) */
+#endif
+} fd_q;
+
+/** The Q fragment of k-step @p ks into @p a: a copy of registers (which the compiler removes), or
+ * one ldmatrix. */
+static __device__ __forceinline__ void fd_q_frag(uint32_t a[4], const fd_q *q, int ks) {
+#if FD_Q_IN_REGS
+  a[0] = q->f[ks][0], a[1] = q->f[ks][1], a[2] = q->f[ks][2], a[3] = q->f[ks][3];
+#else
+  ldmatrix_x4(a, q->tile + q->off[ks & 3] + (uint32_t)(ks >> 2) * 128u);
+#endif
+}
+
 /** The tile's scores, S = Q K^T for 16 rows x 16 keys (one of the loop's three steps): two n8
  * tiles, FD_KS k-steps; @p sc holds zeros on entry. */
-static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const uint32_t qf[FD_KS][4],
-                                                    uint32_t sk, const uint32_t k_off[4]) {
+static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const fd_q *q, uint32_t sk,
+                                                    const uint32_t k_off[4]) {
+#if !FD_Q_IN_REGS
+#pragma unroll 1 /* 64 columns at a time: ptxas would otherwise load every k-step's operands */
+#endif
+  for (int k0 = 0; k0 < FD_KS; k0 += 4) {
 #pragma unroll
-  for (int ks = 0; ks < FD_KS; ++ks) {
-    uint32_t kb[4];
-    ldmatrix_x4(kb, sk + k_off[ks & 3] + (ks >> 2) * 128);
-    mma_bf16_16816(sc[0], qf[ks], kb[0], kb[1]);
-    mma_bf16_16816(sc[1], qf[ks], kb[2], kb[3]);
+    for (int i = 0; i < 4; ++i) {
+      const int ks = k0 + i;
+      uint32_t kb[4], qa[4];
+      fd_q_frag(qa, q, ks);
+      ldmatrix_x4(kb, sk + k_off[i] + (ks >> 2) * 128);
+      mma_bf16_16816(sc[0], qa, kb[0], kb[1]);
+      mma_bf16_16816(sc[1], qa, kb[2], kb[3]);
+    }
   }
 }
 
@@ -359,7 +393,7 @@ static __device__ __forceinline__ void fd_softmax_update(float sc[2][4], float r
  * 07's three steps: S = Q_p K^T, the online softmax, O += P V. @p sub is a literal (1, 2 or 4: the
  * stream's warps), so that the loop unrolls to the tiles a step can have. */
 static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t sk0, int wbytes,
-                                               const uint32_t qf[FD_KS][4], const uint32_t k_off[4],
+                                               const fd_q *q, const uint32_t k_off[4],
                                                const uint32_t v_off[4], float row_m[2],
                                                float row_l[2], float acc[FD_DT][4],
                                                const int lim[2], const uint32_t bits[2],
@@ -370,7 +404,7 @@ static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t sk0, 
     if (j >= nsub) break;
     const uint32_t sk = sk0 + j * wbytes;
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    fd_qk_scores(sc, qf, sk, k_off);
+    fd_qk_scores(sc, q, sk, k_off);
     fd_softmax_update(sc, row_m, row_l, acc, lim, bits, lim_warp, base, j1, key0 + j * FD_TK, t4,
                       scale_log2);
     fd_pv_accumulate(acc, sc, sk + FD_TILE_BYTES, v_off);
@@ -548,10 +582,16 @@ static __device__ __forceinline__ void fd_body(
   uint32_t q_off[4], k_off[4], v_off[4]; /* ldmatrix row addresses */
   fd_ldmatrix_offsets(q_off, k_off, v_off, lane);
   __syncthreads(); /* the Q tile is in place */
-  uint32_t qf[FD_KS][4];
+  fd_q qs;
   const uint32_t sqp = sq + p * 16 * FD_ROWB; /* my row tile's 16 rows */
+#if FD_Q_IN_REGS
 #pragma unroll
-  for (int ks = 0; ks < FD_KS; ++ks) ldmatrix_x4(qf[ks], sqp + q_off[ks & 3] + (ks >> 2) * 128);
+  for (int ks = 0; ks < FD_KS; ++ks) ldmatrix_x4(qs.f[ks], sqp + q_off[ks & 3] + (ks >> 2) * 128);
+#else
+  qs.tile = sqp;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) qs.off[i] = q_off[i];
+#endif
 
   float acc[FD_DT][4], row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
 #pragma unroll
@@ -580,13 +620,13 @@ static __device__ __forceinline__ void fd_body(
       const int key0 = j0 + (first + it * FD_WARPS) * FD_TK;
       const uint32_t sk0 = sw0 + first * wbytes + rbuf * 2 * FD_TILE_BYTES;
       if (rw == 1)
-        fd_step(1, nsub, sk0, wbytes, qf, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
+        fd_step(1, nsub, sk0, wbytes, &qs, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
                 base, j1, key0, t4, scale_log2);
       else if (rw == 2)
-        fd_step(2, nsub, sk0, wbytes, qf, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
+        fd_step(2, nsub, sk0, wbytes, &qs, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
                 base, j1, key0, t4, scale_log2);
       else
-        fd_step(4, nsub, sk0, wbytes, qf, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
+        fd_step(4, nsub, sk0, wbytes, &qs, k_off, v_off, row_m, row_l, acc, lim, bits, lim_warp,
                 base, j1, key0, t4, scale_log2);
     }
     rbuf = rbuf + 1 == FD_STAGES ? 0 : rbuf + 1;

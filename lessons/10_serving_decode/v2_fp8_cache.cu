@@ -87,9 +87,15 @@
 #define FD_STAGE_BYTES (FD_SCALE_OFF + 2 * FD_TK * 4) /**< K, V and their scales */
 #define FD_ROWS L10_UNIT_ROWS                         /**< group rows of a unit: 4 row tiles */
 #define FD_Q_BYTES (FD_ROWS * FD_ROWB)                /**< the unit's Q tile: 16 KiB at dim 128 */
-/** The ring: tiles per warp; three blocks per SM (about 66 KiB of shared memory each at dim 128).
- */
+/** The ring: tiles per warp; three blocks per SM (about 66 KiB of shared memory each at dim 128);
+ * at dim 256 a block takes about 130 KiB, and an SM holds one. */
 #define FD_STAGES (HEAD_DIM == 64 ? 7 : 3)
+/** Blocks per SM the kernel is compiled for: 3, and 1 at dim 256 (its shared memory), which leaves
+ * it 255 registers a thread. */
+#define FD_MIN_BLOCKS (HEAD_DIM <= 128 ? 3 : 1)
+/** 1 where the warp holds its Q fragments in registers (dim 64 and 128), 0 where they are made once
+ * into shared memory and read from there at every k-step (dim 256: fd_q). */
+#define FD_Q_IN_REGS (HEAD_DIM <= 128)
 /** Bytes of one warp's slice: FD_STAGES stages; the warp's fp32 16 x dim state reuses it at the
  * end (16 x dim x 4 bytes, two stages). */
 #define FD_WARP_BYTES (FD_STAGES * FD_STAGE_BYTES)
@@ -125,7 +131,7 @@ static __device__ __forceinline__ uint32_t fd_off(int row, int chunk) {
  * chunks XOR-swizzled so that the 8 rows one ldmatrix reads fall in 8 different bank groups (at
  * dim 64 two rows share 128 bytes: the row's low bit already separates them). */
 static __device__ __forceinline__ uint32_t fd8_off(int row, int chunk) {
-#if HEAD_DIM == 128
+#if HEAD_DIM >= 128
   return (uint32_t)(row * HEAD_DIM + ((chunk ^ (row & 7)) << 4));
 #else
   return (uint32_t)(row * HEAD_DIM + ((chunk ^ ((row >> 1) & 3)) << 4));
@@ -272,13 +278,38 @@ static __device__ __forceinline__ int fd_sidx(int rr, int c) {
   return rr * HEAD_DIM + (c ^ ((rr & 3) << 3));
 }
 
+/** Where a warp's Q fragments (f16, scaled, in the e4m3 B fragments' dim order: fd_load_q_frags())
+ * come from. At dim 64 and 128 they are made once and held in registers (16 and 32 of them). At
+ * dim 256 they would be 64 registers beside O's 128: there the warps of the first key stream make
+ * them once into their row tile of shared memory, in place of its bf16 rows (the same 8 KiB: 16
+ * k-steps x 32 lanes x 16 bytes), and each k-step reads the lane's four with one 16-byte load. */
+typedef struct fd_q {
+#if FD_Q_IN_REGS
+  uint32_t f[FD_KS][4]; /**< the fragments, k-step by k-step */
+#else
+  uint32_t at; /**< shared-memory address of this lane's fragment of k-step 0; k-step c at + 512 c */
+#endif
+} fd_q;
+
+/** The Q fragment of k-step @p c into @p a: a copy of registers (which the compiler removes), or
+ * one 16-byte load from shared memory. */
+static __device__ __forceinline__ void fd_q_frag(uint32_t a[4], const fd_q *q, int c) {
+#if FD_Q_IN_REGS
+  a[0] = q->f[c][0], a[1] = q->f[c][1], a[2] = q->f[c][2], a[3] = q->f[c][3];
+#else
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(q->at + (uint32_t)c * 512u));
+#endif
+}
+
 /** The tile's scores, S = Q K^T for 16 rows x 16 keys (one of the loop's three steps), before the
  * keys' scales: two n8 tiles, FD_KS k-steps of 16 dims. ldmatrix.x4 at @p k_off[c / 2] gives the
  * lane 4 codes (dims 4 t4 .. 4 t4 + 3 of the k-step) of key g, then key 8 + g, for k-steps c and
  * c + 1; each pair widened is a B register in Q's dim order (fd_load_q_frags()). @p sc holds zeros
  * on entry. */
-static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const uint32_t qf[FD_KS][4],
-                                                    uint32_t sk, const uint32_t k_off[FD_KS / 2]) {
+static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const fd_q *q, uint32_t sk,
+                                                    const uint32_t k_off[FD_KS / 2]) {
 #pragma unroll
   for (int c = 0; c < FD_KS; c += 2) {
     uint32_t kb[4];
@@ -288,8 +319,10 @@ static __device__ __forceinline__ void fd_qk_scores(float sc[2][4], const uint32
       uint32_t b[4];
       e4m3x4_to_f16x2x2(kb[2 * h], &b[0], &b[1]);
       e4m3x4_to_f16x2x2(kb[2 * h + 1], &b[2], &b[3]);
-      mma_f16_16816(sc[0], qf[c + h], b[0], b[1]);
-      mma_f16_16816(sc[1], qf[c + h], b[2], b[3]);
+      uint32_t qa[4];
+      fd_q_frag(qa, q, c + h);
+      mma_f16_16816(sc[0], qa, b[0], b[1]);
+      mma_f16_16816(sc[1], qa, b[2], b[3]);
     }
   }
 }
@@ -469,7 +502,7 @@ static __device__ __forceinline__ void fd_softmax_update(
  * @p wbytes, in the slice of the stream's warp j), in turn, each with version 1's three steps and
  * the keys' scales read from the stage. @p sub is a literal (1, 2 or 4). */
 static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t st0, int wbytes,
-                                               const uint32_t qf[FD_KS][4],
+                                               const fd_q *q,
                                                const uint32_t kv_off[FD_KS / 2], float row_m[2],
                                                float row_l[2], float acc[FD_DT][4], float *sigma,
                                                float *inv_sigma, const int lim[2],
@@ -489,7 +522,7 @@ static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t st0, 
                    : "r"(a + FD_TK * 4));
     }
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    fd_qk_scores(sc, qf, st, kv_off);
+    fd_qk_scores(sc, q, st, kv_off);
     fd_softmax_update(sc, row_m, row_l, acc, sigma, inv_sigma, ks, vs, lim, bits, lim_warp, base,
                       j1, key0 + j * FD_TK, t4);
     fd_pv_accumulate(acc, sc, st + FD_TILE_BYTES, kv_off);
@@ -664,8 +697,23 @@ static __device__ __forceinline__ void fd_body(
   uint32_t kv_off[FD_KS / 2]; /* ldmatrix row addresses in a tile */
   fd_ldmatrix_offsets(kv_off, lane);
   __syncthreads(); /* the Q tile is in place */
-  uint32_t qf[FD_KS][4];
-  fd_load_q_frags(qf, sq + p * 16 * FD_ROWB, g, t4, scale_log2);
+  fd_q qs;
+#if FD_Q_IN_REGS
+  fd_load_q_frags(qs.f, sq + p * 16 * FD_ROWB, g, t4, scale_log2);
+#else
+  qs.at = sq + p * 16 * FD_ROWB + lane * 16;
+  if (stream == 0) { /* warp p makes row tile p's fragments, in place of its rows */
+    uint32_t f[FD_KS][4];
+    fd_load_q_frags(f, sq + p * 16 * FD_ROWB, g, t4, scale_log2);
+    __syncwarp(); /* every lane has read the rows before any overwrites them */
+#pragma unroll
+    for (int c = 0; c < FD_KS; ++c)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(qs.at + c * 512u),
+                   "r"(f[c][0]), "r"(f[c][1]), "r"(f[c][2]), "r"(f[c][3])
+                   : "memory");
+  }
+  __syncthreads(); /* every row tile's fragments are in place */
+#endif
 
   float acc[FD_DT][4], row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
   float sigma = 0.f, inv_sigma = 0.f; /* the largest V scale seen (0: none yet) */
@@ -692,13 +740,13 @@ static __device__ __forceinline__ void fd_body(
       const int key0 = j0 + (first + it * FD_WARPS) * FD_TK;
       const uint32_t st0 = sw0 + first * wbytes + rbuf * FD_STAGE_BYTES;
       if (rw == 1)
-        fd_step(1, nsub, st0, wbytes, qf, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
+        fd_step(1, nsub, st0, wbytes, &qs, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
                 lim_warp, base, j1, key0, t4);
       else if (rw == 2)
-        fd_step(2, nsub, st0, wbytes, qf, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
+        fd_step(2, nsub, st0, wbytes, &qs, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
                 lim_warp, base, j1, key0, t4);
       else
-        fd_step(4, nsub, st0, wbytes, qf, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
+        fd_step(4, nsub, st0, wbytes, &qs, kv_off, row_m, row_l, acc, &sigma, &inv_sigma, lim, bits,
                 lim_warp, base, j1, key0, t4);
     }
     rbuf = rbuf + 1 == FD_STAGES ? 0 : rbuf + 1;
@@ -745,7 +793,7 @@ static __device__ __forceinline__ void fd_body(
       splits, chunk
 
 /** The kernel: three blocks per SM. */
-static __global__ void __launch_bounds__(L06_THREADS, 3) FD_KERNEL(FD_PARAMS) {
+static __global__ void __launch_bounds__(L06_THREADS, FD_MIN_BLOCKS) FD_KERNEL(FD_PARAMS) {
   fd_body(FD_ARGS);
 }
 

@@ -69,7 +69,8 @@ static uint32_t tree_word(int i) {
 
 static const char *supports(const attn_problem *p, int row) {
   static char why[160];
-  if (p->dim != 64 && p->dim != 128) return "built for head dimensions 64 and 128";
+  if (p->dim != 64 && p->dim != 128 && p->dim != 256)
+    return "built for head dimensions 64, 128 and 256";
   if (p->seq_q > L10_MAX_DRAFT) {
     snprintf(why, sizeof why, "draft tokens per sequence (--seq) 1..%d", L10_MAX_DRAFT);
     return why;
@@ -82,6 +83,7 @@ static const char *supports(const attn_problem *p, int row) {
   if ((long long)p->batch * p->seq_q * p->heads > INT_MAX) return "more than 2^31 - 1 query rows";
   if (row == ROW_L07 || row == ROW_L07_FORK) {
     if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
+    if (p->dim == 256) return "lesson 07's kernels are built for head dimensions 64 and 128";
   }
   if (row == ROW_FP8 && p->block_size < L10_FP8_MIN_BLOCK) {
     snprintf(why, sizeof why, "an FP8 cache needs pages of at least %d tokens (--block-size)",
@@ -685,7 +687,7 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   return 0;
 }
 
-static const int kDims[2] = {64, 128};
+static const int kDims[3] = {64, 128, 256};
 
 const attn_lesson l10_lesson = {
     .number = 10,
@@ -703,7 +705,7 @@ const attn_lesson l10_lesson = {
                  .scale = 0.0f,
                  .kv_lens = NULL},
     .dims = kDims,
-    .n_dims = 2,
+    .n_dims = 3,
     .cpu_part = cpu_part,
     .report = report,
 };

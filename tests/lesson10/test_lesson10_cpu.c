@@ -201,6 +201,14 @@ START_TEST(step_check_refuses_each_bad_field) {
   REFUSED("kv_heads", s_.kv_heads = 0);
   REFUSED("kv_heads", s_.kv_heads = 5); /* 32 % 5 */
   REFUSED("dim", s_.dim = 96);
+  REFUSED("dim", s_.dim = 512);
+  {
+    l10_step d = good_step(); /* the three head dimensions the kernels are built for */
+    for (int dim = 64; dim <= 256; dim *= 2) {
+      d.dim = dim;
+      ck_assert_msg(l10_step_check(&d, err, sizeof err) == 0, "dim %d: %s", dim, err);
+    }
+  }
   REFUSED("max_q", s_.max_q = 0);
   REFUSED("max_q", s_.max_q = L10_MAX_DRAFT + 1);
   REFUSED("max_q", (s_.mask = L10_MASK_NONE, s_.max_q = L10_MAX_SHARED_Q + 1));

@@ -58,6 +58,13 @@ static const struct {
     /* block size 64, dim 64, GQA 4:1 with 16 tokens: exactly one full block of rows */
     {{16, 4, 64, 64, L10_MASK_NONE, 2, 0, 0, {999, 1234}, {16, 1}},
      {16, 4, 64, 64, L10_MASK_NONE, 2, 0, 0, {333, 234}, {16, 1}}},
+    /* dim 256 (Q read from shared memory at every k-step), 32/8 heads, causal: lengths around a
+     * page, 16 tokens, a sequence cut into chunks */
+    {{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {17, 5000, 16}, {1, 16, 16}},
+     {32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {17, 700, 16}, {1, 16, 16}}},
+    /* dim 256, MQA 16:1, pages of 32, trees: 16 tokens are 256 rows, four blocks */
+    {{16, 1, 256, 32, L10_MASK_TREE, 2, 0, 0, {3000, 40}, {9, 16}},
+     {16, 1, 256, 32, L10_MASK_TREE, 2, 0, 0, {500, 40}, {9, 16}}},
 };
 #define N_CASES ((int)(sizeof kCases / sizeof kCases[0]))
 
@@ -578,6 +585,13 @@ static const struct {
      {{32, 8, 128, 16, L10_MASK_CAUSAL, 3, 0, 0, {1040, 1028, 1035}, {8, 4, 16}},
       {0, 1024, 1024},
       {1008, 1008, 1008}}},
+    /* dim 256, causal: two forked from the first (1 + 3 + 16 draft tokens over the shared pages) */
+    {{{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {1000, 1100, 700}, {1, 3, 16}},
+      {0, 640, 640},
+      {640, 640, 640}},
+     {{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {400, 450, 350}, {1, 3, 16}},
+      {0, 320, 320},
+      {320, 320, 320}}},
     /* nothing shared: one sequence, pages of 128 (the cascade is version 1's step) */
     {{{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {4099}, {4}}, {0}, {0}},
      {{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {517}, {4}}, {0}, {0}}},
