@@ -5,7 +5,7 @@ over an FP8 cache (its version 2) against itself over the bf16 cache (version 1)
 One step of speculative decoding: every sequence has T draft tokens (--tokens, 1 to 16), whose
 queries attend to the sequence's seq_kv keys in a paged cache, the last T of them the draft tokens'
 own (appended before the step, as a server appends them). 32 query heads (--heads), 8 KV heads
-(--kv-heads), head dimension 128 (--dims 128,64,256 adds 64 and 256), bf16, pages of 16 tokens
+(--kv-heads), head dimensions 128 and 256 (--dims; 64 as well: --dims 128,256,64), bf16, pages of 16 tokens
 (--block-size), batch 1, 16, 64 (--batches), seq_kv 4k, 32k, 128k (--kvs), every sequence seq_kv
 keys. Masks (--mask, a comma list runs several), as lessons/10_serving_decode/draft.h defines them
 (draft token i of n keys and T tokens stands at position n - T + i):
@@ -110,7 +110,7 @@ row.
 
     python3 bench/lesson10_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,16,64] [--kvs 4096,32768,131072] [--tokens 1,2,4,8,16] [--mask causal]
-        [--dims 128] [--heads 32] [--kv-heads 8] [--block-size 16] [--max-gb 24]
+        [--dims 128,256] [--heads 32] [--kv-heads 8] [--block-size 16] [--max-gb 24]
         [--ref-max 268435456] [--busy-us 100] [--peak-gbs G] [--no-fp8] [--out DIR]
 
 Prints one line per measurement (`l10 impl=... dim=... batch=... seq_kv=... tokens=... mask=...
@@ -451,7 +451,7 @@ def main():
     ap.add_argument("--tokens", default="1,2,4,8,16",
                     help=f"draft tokens per sequence, 1..{L10_MAX_DRAFT}")
     ap.add_argument("--mask", default="causal", help="none, causal or tree (a comma list: each)")
-    ap.add_argument("--dims", default="128", help="head dimensions: any of 128, 64 and 256")
+    ap.add_argument("--dims", default="128,256", help="head dimensions: any of 128, 64 and 256")
     ap.add_argument("--block-size", type=int, default=16, help="tokens per page, a power of two")
     ap.add_argument("--max-gb", type=float, default=24.0,
                     help="skip shapes whose K and V pools pass this many GB")

@@ -290,6 +290,31 @@ def l10_peer_summary(rows):
     return s
 
 
+def l10_dim_summary(data):
+    """Version 1 at dim 256 over dim 128 at the same step (mask, batch, kv, tokens), as ranges by
+    draft tokens; None unless the archive has both."""
+    at128 = {(d["mask"], d["b"], d["skv"], d["t"]): d for d in data if d["dim"] == 128}
+    pairs = [(d, at128.get((d["mask"], d["b"], d["skv"], d["t"]))) for d in data if d["dim"] == 256]
+    pairs = [(x, y) for x, y in pairs if y is not None]
+    if not pairs:
+        return None
+    parts = []
+    for who, keep in (("one token", lambda t: t == 1), ("2-8 draft tokens", lambda t: 2 <= t <= 8),
+                      ("16", lambda t: t == 16)):
+        rg = l10_peer_ranges([x for x in pairs if keep(x[0]["t"])],
+                             lambda xy: ratio(xy[0]["l10"], xy[1]["l10"]))
+        if rg:
+            parts.append(f"{_rng(rg)}x with {who}")
+    big = l10_peer_ranges([x for x in pairs if x[0]["t"] == 16 and x[0]["b"] >= 16],
+                          lambda xy: ratio(xy[0]["l10"], xy[1]["l10"]))
+    f8 = l10_peer_ranges([x for x in pairs if x[0]["b"] >= 16 and x[0]["t"] == 1],
+                         lambda xy: xy[0]["fp8x"])
+    return ("Dim 256 against dim 128, version 1's TB/s at the same step: " + "; ".join(parts) +
+            (f" ({_rng(big)}x at batch 16 and more)" if big else "") + "." +
+            (f" Version 2 at dim 256 with one token, batch 16 and more: {_rng(f8)}x version 1's "
+             "speed." if f8 else ""))
+
+
 def r_l10_peers(a, ctx):
     src = source(a, ["peers.csv", "gpu-suite.log"])
     data = l10_peer_rows(a)
@@ -298,7 +323,9 @@ def r_l10_peers(a, ctx):
     out = [src, ""]
     sw = a.software()
     fp8 = any(d["fp8_row"] is not None for d in data)  # its columns only where the archive has it
-    groups = sorted({(d["dim"], d["mask"]) for d in data}, key=lambda g: (-g[0], g[1]))
+    # dim 128 first (the lesson's), then 256 and 64
+    groups = sorted({(d["dim"], d["mask"]) for d in data},
+                    key=lambda g: (g[0] != 128, -g[0], g[1]))
     for dim, mask in groups:
         rows, ds = [], sorted([d for d in data if (d["dim"], d["mask"]) == (dim, mask)],
                               key=lambda d: (d["b"], d["skv"], d["t"]))
@@ -321,6 +348,9 @@ def r_l10_peers(a, ctx):
                        "lesson 07 v5", "cuDNN paged", "l10 / l07", "l10 / cuDNN"] +
                       (["FP8 v2", "FP8 % of HBM", "FP8 / v1"] if fp8 else []), rows), "",
                 l10_peer_summary(ds), ""]
+    dims = l10_dim_summary(data)
+    if dims:
+        out += [dims, ""]
     skips = l10_bench_skips(a)
     tail = f"Measured on the {a.device}, {a.date}."
     if skips:
