@@ -392,13 +392,10 @@ static __device__ __forceinline__ void fd_softmax_update(float sc[2][4], float r
  * @p wbytes, in the slice of the stream's warp j; V a tile after it), in turn, each with lesson
  * 07's three steps: S = Q_p K^T, the online softmax, O += P V. @p sub is a literal (1, 2 or 4: the
  * stream's warps), so that the loop unrolls to the tiles a step can have. */
-static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t sk0, int wbytes,
-                                               const fd_q *q, const uint32_t k_off[4],
-                                               const uint32_t v_off[4], float row_m[2],
-                                               float row_l[2], float acc[FD_DT][4],
-                                               const int lim[2], const uint32_t bits[2],
-                                               int lim_warp, int base, int j1, int key0, int t4,
-                                               float scale_log2) {
+static __device__ __forceinline__ void fd_step(
+    int sub, int nsub, uint32_t sk0, int wbytes, const fd_q *q, const uint32_t k_off[4],
+    const uint32_t v_off[4], float row_m[2], float row_l[2], float acc[FD_DT][4], const int lim[2],
+    const uint32_t bits[2], int lim_warp, int base, int j1, int key0, int t4, float scale_log2) {
 #pragma unroll
   for (int j = 0; j < sub; ++j) {
     if (j >= nsub) break;

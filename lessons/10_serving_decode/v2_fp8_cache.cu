@@ -287,7 +287,8 @@ typedef struct fd_q {
 #if FD_Q_IN_REGS
   uint32_t f[FD_KS][4]; /**< the fragments, k-step by k-step */
 #else
-  uint32_t at; /**< shared-memory address of this lane's fragment of k-step 0; k-step c at + 512 c */
+  uint32_t
+      at; /**< shared-memory address of this lane's fragment of k-step 0; k-step c at + 512 c */
 #endif
 } fd_q;
 
@@ -502,10 +503,9 @@ static __device__ __forceinline__ void fd_softmax_update(
  * @p wbytes, in the slice of the stream's warp j), in turn, each with version 1's three steps and
  * the keys' scales read from the stage. @p sub is a literal (1, 2 or 4). */
 static __device__ __forceinline__ void fd_step(int sub, int nsub, uint32_t st0, int wbytes,
-                                               const fd_q *q,
-                                               const uint32_t kv_off[FD_KS / 2], float row_m[2],
-                                               float row_l[2], float acc[FD_DT][4], float *sigma,
-                                               float *inv_sigma, const int lim[2],
+                                               const fd_q *q, const uint32_t kv_off[FD_KS / 2],
+                                               float row_m[2], float row_l[2], float acc[FD_DT][4],
+                                               float *sigma, float *inv_sigma, const int lim[2],
                                                const uint32_t bits[2], int lim_warp, int base,
                                                int j1, int key0, int t4) {
 #pragma unroll
