@@ -53,7 +53,10 @@
  * sets the rate, the same on both parts. With the mask test behind a warp-uniform branch, as
  * version 2 has it (docs/results/h200-l10d-2026-11-26): 16 tokens at 3.50-3.68 TB/s, 0.79-0.81x
  * the one-token rate at batch 16-64 with 32k keys and more, 0.71-0.75x at batch 1; 2-8 tokens
- * as before (0.96-1.00x, 4.29-4.56 TB/s); 8 tokens at batch 1 and 32k keys 0.90x.
+ * as before (0.96-1.00x, 4.29-4.56 TB/s); 8 tokens at batch 1 and 32k keys 0.90x. At dim 256
+ * (Q's fragments read from shared memory, one block an SM; docs/results/h200-l10f-2026-11-26):
+ * 1-4 tokens at 4.56-4.63 TB/s from batch 16 and 32k keys, 1.01-1.04x dim 128's rate; 16 tokens
+ * 0.51-0.58x the one-token rate at batch 16-64.
  *
  * Where it falls short: 16 tokens (above); 4k keys (8 tokens 0.77x the one-token rate at batch 1);
  * lengths that differ (one sequence of 32k among 7 of 1k: 0.30x lesson 07's plan, which sees the
@@ -72,7 +75,7 @@
  * Run: `./run 1`, `./run 1 --seq 16 --causal`, `./run --kv-heads 4 --seq 16`.
  */
 // clang-format on
-/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+/* Built three times by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64, 128 and 256. */
 #ifndef HEAD_DIM
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
@@ -114,13 +117,13 @@
 #define FD_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define FD_CAT(a, b) FD_CAT_(a, b)
-/** This build's kernel: l10_draft_kernel_d64 or _d128. */
+/** This build's kernel: l10_draft_kernel_d64, _d128 or _d256. */
 #define FD_KERNEL FD_CAT(l10_draft_kernel_d, HEAD_DIM)
-/** This build's merge of the chunks: l10_draft_combine_d64 or _d128. */
+/** This build's merge of the chunks: l10_draft_combine_d64, _d128 or _d256. */
 #define FD_COMBINE FD_CAT(l10_draft_combine_d, HEAD_DIM)
-/** This build's launcher: l10_draft_d64() or l10_draft_d128(), in serving_decode.h. */
+/** This build's launcher: l10_draft_d64(), _d128() or _d256(), in serving_decode.h. */
 #define FD_LAUNCH FD_CAT(l10_draft_d, HEAD_DIM)
-/** This build's occupancy query: l10_draft_per_sm_d64() or l10_draft_per_sm_d128(). */
+/** This build's occupancy query: l10_draft_per_sm_d64(), _d128() or _d256(). */
 #define FD_PER_SM FD_CAT(l10_draft_per_sm_d, HEAD_DIM)
 
 /** Byte offset of 16-byte chunk `chunk` of tile row `row`: row-major, chunks XOR-swizzled so that
@@ -750,7 +753,7 @@ static __global__ void __launch_bounds__(L06_THREADS)
   if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
 }
 
-/** The launcher, l10_draft_d64() or l10_draft_d128(): batch x chunks x KV heads x units blocks in
+/** The launcher, l10_draft_d64(), _d128() or _d256(): batch x chunks x KV heads x units blocks in
  * one launch, the chunks of l10_draft_chunk(); when a sequence can be cut, FD_COMBINE after it.
  * See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,

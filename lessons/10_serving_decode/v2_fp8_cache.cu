@@ -60,7 +60,7 @@
  * Run: `./run 3`, `./run 3 --seq 16`, `./run --batch 16 --kv-seq 32768 --seq 4`.
  */
 // clang-format on
-/* Built twice by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+/* Built three times by CMake (attn_lesson DIM_KERNELS), with -DHEAD_DIM=64, 128 and 256. */
 #ifndef HEAD_DIM
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
@@ -109,13 +109,13 @@
 #define FD_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define FD_CAT(a, b) FD_CAT_(a, b)
-/** This build's kernel: l10_fp8_kernel_d64 or _d128. */
+/** This build's kernel: l10_fp8_kernel_d64, _d128 or _d256. */
 #define FD_KERNEL FD_CAT(l10_fp8_kernel_d, HEAD_DIM)
-/** This build's merge of the chunks: l10_fp8_combine_d64 or _d128. */
+/** This build's merge of the chunks: l10_fp8_combine_d64, _d128 or _d256. */
 #define FD_COMBINE FD_CAT(l10_fp8_combine_d, HEAD_DIM)
-/** This build's launcher: l10_fp8_d64() or l10_fp8_d128(), in serving_decode.h. */
+/** This build's launcher: l10_fp8_d64(), _d128() or _d256(), in serving_decode.h. */
 #define FD_LAUNCH FD_CAT(l10_fp8_d, HEAD_DIM)
-/** This build's occupancy query: l10_fp8_per_sm_d64() or l10_fp8_per_sm_d128(). */
+/** This build's occupancy query: l10_fp8_per_sm_d64(), _d128() or _d256(). */
 #define FD_PER_SM FD_CAT(l10_fp8_per_sm_d, HEAD_DIM)
 
 #if FD_WARP_BYTES < FD_TK * HEAD_DIM * 4
@@ -874,7 +874,7 @@ static __global__ void __launch_bounds__(L06_THREADS)
   if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
 }
 
-/** The launcher, l10_fp8_d64() or l10_fp8_d128(): version 1's, over the e4m3 pools and their
+/** The launcher, l10_fp8_d64(), _d128() or _d256(): version 1's, over the e4m3 pools and their
  * scales. See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {

@@ -31,6 +31,7 @@ L10_SHAPES = [l10(t=1), l10(t=2), l10(t=4), l10(t=16), l10(c=1),
               l10(skv=131072),
               dict(l10(b=8, c=1), kv_lens="32768,1024x7"),
               l10(d=64), l10(d=64, t=1),
+              l10(d=256), l10(d=256, t=1), l10(d=256, t=16),
               l10(kvh=4, t=16)]
 L10_L07_MAX_T = 8  # lesson 07's kernels take 1..8 query tokens (L06_MAX_SEQ_Q)
 # Version 3's shapes (gpu-runs-cascade.txt, cascade and l07-forked each in a run of its own, and
