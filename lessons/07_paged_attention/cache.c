@@ -118,6 +118,20 @@ l07_status l07_seq_close(l07_cache *c, int seq) {
   return L07_OK;
 }
 
+l07_status l07_seq_truncate(l07_cache *c, int seq, int n) {
+  if (!is_open(c, seq)) return L07_BAD_SEQ;
+  const int len = c->lens[seq], bs = c->block_size;
+  if (n < 0 || n > len) return L07_BAD_ARG;
+  int *t = row(c, seq);
+  const int have = (len + bs - 1) / bs, keep = (len - n + bs - 1) / bs;
+  for (int b = keep; b < have; ++b) {
+    l07_pool_release(&c->pool, t[b]);
+    t[b] = -1;
+  }
+  c->lens[seq] = len - n;
+  return L07_OK;
+}
+
 int l07_seq_len(const l07_cache *c, int seq) {
   return is_open(c, seq) ? c->lens[seq] : -1;
 }

@@ -85,6 +85,13 @@ l07_status l07_seq_fork(l07_cache *c, int parent, int *child);
  * to the free list) and its slot free. L07_OK or L07_BAD_SEQ (also for a second close). */
 l07_status l07_seq_close(l07_cache *c, int seq);
 
+/** Drop the last @p n tokens of sequence @p seq (draft tokens a verifier rejected): a block left
+ * with none of its tokens loses its reference (back to the free list when no other sequence holds
+ * it). The slots past the new length are written again by the next append, after a copy-on-write
+ * copy when the last block is shared. L07_OK; L07_BAD_SEQ, or L07_BAD_ARG (n < 0 or more than its
+ * tokens), with nothing changed. */
+l07_status l07_seq_truncate(l07_cache *c, int seq, int n);
+
 /** Tokens of sequence @p seq, or -1 when it is not open. */
 int l07_seq_len(const l07_cache *c, int seq);
 

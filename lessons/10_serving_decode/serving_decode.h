@@ -311,6 +311,65 @@ size_t l10_cascade_workspace_bytes(const l10_cascade *c);
 cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse, void *workspace,
                             size_t workspace_bytes, cudaStream_t stream);
 
+/** @name The serving loop (serve.c)
+ *  @{ */
+/** A serving loop's workload and the tools it runs with. */
+typedef struct l10_serve_config {
+  int max_live;   /**< sequences in flight at most (forks add up to as many again) */
+  int steps;      /**< decode steps */
+  int prompt_min; /**< shortest prompt */
+  int prompt_max; /**< longest prompt */
+  int output_min; /**< fewest tokens a sequence generates */
+  int output_max; /**< most tokens a sequence generates */
+  int fork_every; /**< the first live sequence forks every this many steps (0: never) */
+  int draft;      /**< tokens a sequence verifies per step: its generated token and draft - 1
+                       guesses (1: plain decode), 1..L10_MAX_DRAFT, under the causal mask */
+  double accept;  /**< the chance each guess is accepted, given the ones before it were */
+  int fp8;        /**< 1: an FP8 cache, written by l10_fp8_append() and read by version 2; 0: bf16,
+                       version 1 */
+  int graph;      /**< 1: the decode captured once into a CUDA graph and replayed every step */
+  int heads;      /**< query heads */
+  int kv_heads;   /**< key/value heads */
+  int dim;        /**< head dimension: 64, 128 or 256 */
+  int block_size; /**< tokens per page, a power of two (FP8: at least L10_FP8_MIN_BLOCK) */
+  int num_blocks; /**< pages in the pool */
+  uint64_t seed;  /**< the workload's seed */
+} l10_serve_config;
+
+/** What a serving loop did. */
+typedef struct l10_serve_result {
+  long steps;           /**< steps run */
+  long tokens;          /**< tokens the sequences kept: generated and accepted guesses */
+  long rows;            /**< query rows decoded: draft tokens of every sequence of every step */
+  long started;         /**< sequences started (forks included) */
+  long finished;        /**< sequences finished */
+  long copies;          /**< copy-on-write page copies */
+  long refused;         /**< appends refused for want of pages (retried later) */
+  long replays;         /**< steps whose decode was a replay of the captured graph */
+  long checked_rows;    /**< query rows compared with the fp64 reference */
+  double decode_ms;     /**< the decode's GPU time, summed over the steps (CUDA events) */
+  double bytes_peak;    /**< the most pool bytes held at once (pages in use, scales included) */
+  double bytes_mean;    /**< pool bytes held, averaged over the steps */
+  int free_at_end;      /**< free pages after every sequence closed */
+  attn_verdict verdict; /**< every checked element against the reference (bf16 tolerances) */
+} l10_serve_result;
+
+/**
+ * Lesson 07's decode loop as a server runs it, on the GPU: arrivals with prompts, forks sharing
+ * pages, finishes, over lesson 07's cache manager; each step every live sequence appends
+ * cfg->draft tokens, one decode (version 1, or version 2 over the FP8 cache) computes them all
+ * under the causal mask, a set share of the guesses is kept and the rest are dropped
+ * (l07_seq_truncate()). The decode is one launch for a batch of a place per sequence slot with
+ * fixed limits, so that with cfg->graph it is captured once and replayed with new lengths, counts
+ * and tables. One sequence a step (in turn) is checked against an fp64 reference over a host copy
+ * of what the cache holds (the FP8 cache's values as l10_fp8_quantise_row() rounds them), and
+ * every row of the step must be written and finite. The pool starts as NaN.
+ * @return 0 when it ran (see out->verdict and out->free_at_end), -1 for a bad configuration or no
+ *         host memory, -2 for a CUDA error; @p err says which.
+ */
+int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err, size_t err_len);
+/** @} */
+
 /** The lesson's table of versions, its default shape and head dimensions. */
 extern const attn_lesson l10_lesson;
 

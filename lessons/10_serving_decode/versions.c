@@ -659,10 +659,67 @@ static int cpu_part(const attn_options *o) {
   return status;
 }
 
+/* One serving loop for the report: its line of the table, 0 when it ran and passed. */
+static int serve_line(const char *what, const l10_serve_config *cfg, l10_serve_result *res) {
+  char err[200];
+  if (l10_serve_gpu(cfg, res, err, sizeof err) != 0) {
+    printf("  %-44s %s\n", what, err);
+    return 1;
+  }
+  const int ok = res->verdict.pass && res->free_at_end == cfg->num_blocks &&
+                 res->checked_rows > 0 && (!cfg->graph || res->replays == res->steps);
+  printf("  %-44s %7ld %7ld %9.2f %10.0f %8.1f / %-8.1f %s (max |diff| %.2g, %ld rows)\n", what,
+         res->tokens, res->rows, res->decode_ms,
+         res->decode_ms > 0 ? res->tokens / (res->decode_ms * 1e-3) : 0.0, res->bytes_mean / 1e6,
+         res->bytes_peak / 1e6, ok ? "PASS" : "FAIL", res->verdict.max_abs, res->checked_rows);
+  return !ok;
+}
+
+/* The serving loop twice on the program's heads, dimension and pages: lesson 07's plain loop (bf16,
+ * one token a step, no forks, a launch a step) and the loop as a server runs it (FP8, four tokens
+ * a step of which each guess is kept with probability 0.7, forks sharing pages, the decode replayed
+ * from a CUDA graph). */
+static int serve_report(const attn_options *o, const attn_device *dev) {
+  const attn_problem *p = &o->problem;
+  l10_serve_config plain;
+  memset(&plain, 0, sizeof plain);
+  plain.max_live = 16, plain.steps = 64, plain.prompt_min = 256, plain.prompt_max = 1024;
+  plain.output_min = 32, plain.output_max = 256, plain.draft = 1, plain.accept = 0.0;
+  plain.heads = p->heads, plain.kv_heads = p->kv_heads, plain.dim = p->dim;
+  plain.block_size = p->block_size < L10_FP8_MIN_BLOCK ? L10_FP8_MIN_BLOCK : p->block_size;
+  plain.seed = o->seed;
+  l10_serve_config served = plain;
+  served.draft = 4, served.accept = 0.7, served.fork_every = 8, served.graph = 1;
+  served.fp8 = attn_device_sm(dev) >= 89; /* the e4m3 conversions */
+  /* every sequence slot (forks included) at its longest: the loop never waits for pages */
+  const int longest = plain.prompt_max + plain.output_max + served.draft;
+  plain.num_blocks = served.num_blocks =
+      2 * plain.max_live * ((longest + plain.block_size - 1) / plain.block_size);
+  printf(
+      "\nserving loop on the GPU (%d/%d heads, dim %d, pages of %d; %d sequences in flight, "
+      "prompts %d-%d, outputs %d-%d tokens; %d steps; tokens per second of the decode's GPU "
+      "time):\n  %-44s %7s %7s %9s %10s %19s\n",
+      plain.heads, plain.kv_heads, plain.dim, plain.block_size, plain.max_live, plain.prompt_min,
+      plain.prompt_max, plain.output_min, plain.output_max, plain.steps, "loop", "tokens", "rows",
+      "decode ms", "tokens/s", "MB held mean/peak");
+  l10_serve_result a, b;
+  char what[96];
+  int bad = serve_line("plain: bf16, 1 token a step, no forks", &plain, &a);
+  snprintf(what, sizeof what, "served: %s, %d tokens (kept %.1f), forks, graph",
+           served.fp8 ? "FP8" : "bf16", served.draft, served.accept);
+  bad |= serve_line(what, &served, &b);
+  if (!bad && a.decode_ms > 0 && b.decode_ms > 0 && a.bytes_mean > 0)
+    printf(
+        "  served over plain: %.2fx the tokens per second, %.2fx the memory held (mean); %.2f "
+        "tokens kept per sequence and step, %ld copy-on-write copies, %ld graph replays\n",
+        (b.tokens / b.decode_ms) / (a.tokens / a.decode_ms), b.bytes_mean / a.bytes_mean,
+        b.rows ? (double)b.tokens * served.draft / b.rows : 0.0, b.copies, b.replays);
+  return bad;
+}
+
 /* What version 1 bought over lesson 07's kernel on the same step, and version 2 over version 1
- * with the error each cache leaves. */
+ * with the error each cache leaves; then the serving loop. */
 static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
-  (void)o;
   if (!dev || n < L10_VERSIONS) return 0;
   const attn_result *a = &r[ROW_DRAFT - 1], *y = &r[ROW_L07 - 1], *f8 = &r[ROW_FP8 - 1];
   if (a->timed && y->timed && a->timing.median_ms > 0.0)
@@ -684,6 +741,13 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
         "rel_l2 %.3e\n",
         g_fp8_err.bf16_max_abs, g_fp8_err.bf16_rel_l2, g_fp8_err.got_max_abs, g_fp8_err.got_rel_l2,
         g_fp8_err.cache_max_abs, g_fp8_err.cache_rel_l2);
+  /* the serving loop at the default step only (it takes a few seconds, and the runs of
+   * gpu-runs.txt are about the kernels) */
+  const attn_problem *p = &o->problem, *d = &l10_lesson.defaults;
+  if (p->batch == d->batch && p->heads == d->heads && p->kv_heads == d->kv_heads &&
+      p->seq_q == d->seq_q && p->seq_kv == d->seq_kv && p->dim == d->dim &&
+      p->causal == d->causal && p->block_size == d->block_size && !p->kv_lens)
+    return serve_report(o, dev);
   return 0;
 }
 

@@ -101,6 +101,47 @@ START_TEST(fork_shares_and_copy_on_write_splits) {
 }
 END_TEST
 
+START_TEST(truncate_gives_back_what_the_drafts_took) {
+  l07_cache c;
+  ck_assert_int_eq(l07_cache_init(&c, 8, 4, 4, 8), L07_OK);
+  int a, b, slots[8];
+  l07_copy cp;
+  ck_assert_int_eq(l07_seq_open(&c, &a), L07_OK);
+  ck_assert_int_eq(l07_seq_append(&c, a, 3, slots, NULL), L07_OK);
+  ck_assert_int_eq(l07_seq_append(&c, a, 4, slots, NULL), L07_OK); /* 7 tokens, 2 blocks */
+  ck_assert_int_eq(l07_cache_free_blocks(&c), 6);
+  ck_assert_int_eq(l07_seq_truncate(&c, a, 3), L07_OK); /* back to 4: the second block goes */
+  ck_assert_int_eq(l07_seq_len(&c, a), 4);
+  ck_assert_int_eq(l07_cache_free_blocks(&c), 7);
+  ck_assert_int_eq(l07_seq_table(&c, a)[1], -1);
+  check_books(&c);
+  ck_assert_int_eq(l07_seq_truncate(&c, a, 5), L07_BAD_ARG); /* more than it holds */
+  ck_assert_int_eq(l07_seq_truncate(&c, a, -1), L07_BAD_ARG);
+  ck_assert_int_eq(l07_seq_truncate(&c, 3, 1), L07_BAD_SEQ);
+  ck_assert_int_eq(l07_seq_len(&c, a), 4);
+  /* a shared block: truncating into it keeps it for the other holder, and the next append copies
+   * it before writing (the slots past the new length are the other's) */
+  ck_assert_int_eq(l07_seq_append(&c, a, 2, slots, NULL), L07_OK); /* 6: blocks 0 full, 1 half */
+  ck_assert_int_eq(l07_seq_fork(&c, a, &b), L07_OK);
+  const int shared = l07_seq_table(&c, a)[1];
+  ck_assert_int_eq(l07_seq_truncate(&c, b, 1), L07_OK); /* b: 5 tokens, still in block 1 */
+  ck_assert_int_eq(l07_seq_table(&c, b)[1], shared);
+  ck_assert_int_eq(l07_seq_append(&c, b, 1, slots, &cp), L07_OK);
+  ck_assert_int_eq(cp.src, shared);
+  ck_assert_int_eq(cp.tokens, 1);
+  ck_assert_int_eq(slots[0], cp.dst * 4 + 1);
+  ck_assert_int_eq(l07_seq_table(&c, a)[1], shared); /* a keeps its tokens where they were */
+  check_books(&c);
+  ck_assert_int_eq(l07_seq_truncate(&c, b, 6), L07_OK); /* to nothing: every block given back */
+  ck_assert_int_eq(l07_seq_len(&c, b), 0);
+  check_books(&c);
+  ck_assert_int_eq(l07_seq_close(&c, a), L07_OK);
+  ck_assert_int_eq(l07_seq_close(&c, b), L07_OK);
+  ck_assert_int_eq(l07_cache_free_blocks(&c), 8);
+  l07_cache_destroy(&c);
+}
+END_TEST
+
 START_TEST(errors_change_nothing) {
   l07_cache c;
   ck_assert_int_eq(l07_cache_init(&c, 0, 4, 1, 1), L07_BAD_ARG);
@@ -336,6 +377,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, append_takes_blocks_as_the_last_fills);
   tcase_add_test(tc, fork_shares_and_copy_on_write_splits);
+  tcase_add_test(tc, truncate_gives_back_what_the_drafts_took);
   tcase_add_test(tc, errors_change_nothing);
   tcase_add_test(tc, random_workload_leaks_nothing);
   tcase_add_test(tc, simulation_orders_the_schemes);

@@ -650,6 +650,84 @@ START_TEST(cascade_steps_match_the_reference) {
 }
 END_TEST
 
+/* The serving loop: small workloads that fork, verify 1 to 16 tokens a step, drop rejected ones,
+ * and (the last) run out of pages, over a bf16 or an FP8 cache, launched or replayed from a graph.
+ * Each must check every step against the reference, replay the graph at every step when it has
+ * one, and give every page back. */
+static const struct {
+  int draft, fp8, graph, fork_every, dim, kv_heads, pages; /* pages 0: room for every slot */
+  double accept;
+} kServe[] = {
+    {1, 0, 0, 0, 128, 2, 0, 0.0},  /* lesson 07's loop: one token, launches */
+    {4, 0, 1, 3, 128, 2, 0, 0.7},  /* guesses kept at 0.7, forks, the graph */
+    {4, 1, 1, 3, 128, 2, 0, 0.7},  /* the same over the FP8 cache */
+    {16, 1, 0, 2, 64, 1, 0, 0.5},  /* 16 tokens, MQA, dim 64, FP8, launches */
+    {8, 0, 1, 2, 256, 4, 0, 0.9},  /* dim 256, GQA 2:1 */
+    {4, 0, 1, 2, 128, 2, 40, 0.3}, /* a pool too small for everyone: appends refused and retried */
+};
+#define N_SERVE ((int)(sizeof kServe / sizeof kServe[0]))
+
+START_TEST(serving_loop_checks_every_step) {
+  const int small = attn_test_sanitizer_sized();
+  l10_serve_config c;
+  memset(&c, 0, sizeof c);
+  c.max_live = 4, c.steps = small ? 10 : 40, c.prompt_min = 20, c.prompt_max = small ? 80 : 300;
+  c.output_min = 8, c.output_max = small ? 24 : 60;
+  c.draft = kServe[_i].draft, c.fp8 = kServe[_i].fp8, c.graph = kServe[_i].graph;
+  c.fork_every = kServe[_i].fork_every, c.accept = kServe[_i].accept;
+  c.heads = 8, c.kv_heads = kServe[_i].kv_heads, c.dim = kServe[_i].dim, c.block_size = 16;
+  const int longest = c.prompt_max + c.output_max + c.draft;
+  c.num_blocks = kServe[_i].pages ? kServe[_i].pages : 2 * c.max_live * ((longest + 15) / 16);
+  c.seed = 31 + (uint64_t)_i;
+  l10_serve_result r;
+  char err[200] = "";
+  ck_assert_msg(l10_serve_gpu(&c, &r, err, sizeof err) == 0, "loop %d: %s", _i, err);
+  printf(
+      "serving loop %d (%d tokens a step, kept %.1f, %s, %s, dim %d): %ld steps, %ld tokens kept "
+      "of %ld rows, %ld started, %ld copies, %ld refused, %ld replays, %ld rows checked, max "
+      "|diff| %.3g\n",
+      _i, c.draft, c.accept, c.fp8 ? "FP8" : "bf16", c.graph ? "graph" : "launches", c.dim, r.steps,
+      r.tokens, r.rows, r.started, r.copies, r.refused, r.replays, r.checked_rows,
+      r.verdict.max_abs);
+  ck_assert_msg(r.verdict.pass, "loop %d: max_abs %.3g rel_l2 %.3g, %zu unwritten, %zu non-finite",
+                _i, r.verdict.max_abs, r.verdict.rel_l2, r.verdict.unwritten, r.verdict.nonfinite);
+  ck_assert_int_gt(r.checked_rows, 0);
+  ck_assert_int_eq(r.free_at_end, c.num_blocks);
+  ck_assert_int_eq(r.replays, c.graph ? r.steps : 0);
+  /* every step keeps 1..draft tokens of each sequence it decoded */
+  ck_assert(r.tokens * c.draft >= r.rows && r.tokens <= r.rows);
+  if (c.draft == 1) ck_assert_int_eq(r.tokens, r.rows);
+  if (c.fork_every && !small) ck_assert_int_gt(r.copies, 0);
+  if (kServe[_i].pages) ck_assert_int_gt(r.refused, 0);
+  ck_assert(r.bytes_peak >= r.bytes_mean && r.bytes_mean > 0.0);
+}
+END_TEST
+
+/* Configurations the loop must refuse. */
+START_TEST(serving_loop_refuses_bad_configurations) {
+  l10_serve_config c;
+  memset(&c, 0, sizeof c);
+  c.max_live = 2, c.steps = 2, c.prompt_min = 4, c.prompt_max = 8, c.output_min = 2;
+  c.output_max = 4, c.draft = 2, c.accept = 0.5, c.heads = 4, c.kv_heads = 1, c.dim = 64;
+  c.block_size = 16, c.num_blocks = 16;
+  l10_serve_result r;
+  char err[200];
+  ck_assert_int_eq(l10_serve_gpu(&c, &r, err, sizeof err), 0); /* the good one runs */
+  l10_serve_config x = c;
+  x.draft = L10_MAX_DRAFT + 1;
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  x = c, x.accept = 1.5;
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  x = c, x.dim = 96;
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  x = c, x.fp8 = 1, x.block_size = 8; /* version 2 reads 16-key tiles from one page */
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  x = c, x.block_size = 12;
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  ck_assert(strstr(err, "serving loop") != NULL);
+}
+END_TEST
+
 int main(void) {
   attn_test_gpu_or_skip(&g_dev);
   Suite *s = suite_create("lesson10_gpu");
@@ -669,6 +747,13 @@ int main(void) {
   const int has_fp8 = g_dev.cc_major * 10 + g_dev.cc_minor >= 89;
   tcase_add_loop_test(tg, graph_replay_matches_direct_launch, 0, has_fp8 ? 2 : 1);
   suite_add_tcase(s, tg);
+  TCase *tv = tcase_create("serve"); /* the serving loop: CK_RUN_CASE=serve runs it alone */
+  tcase_set_timeout(tv, 600);
+  for (int i = 0; i < N_SERVE; ++i) /* its FP8 loops need the e4m3 conversions */
+    if (!kServe[i].fp8 || has_fp8)
+      tcase_add_loop_test(tv, serving_loop_checks_every_step, i, i + 1);
+  tcase_add_test(tv, serving_loop_refuses_bad_configurations);
+  suite_add_tcase(s, tv);
   if (has_fp8) {
     TCase *t8 = tcase_create("fp8"); /* version 2: CK_RUN_CASE=fp8 runs it alone */
     tcase_set_timeout(t8, 600);
