@@ -390,6 +390,7 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
       SV_TRY(cudaMemcpyAsync(d_qlens, qlens, sizeof(int) * B, cudaMemcpyHostToDevice, L.stream));
       SV_TRY(cudaMemsetAsync(d_o, 0xff, rows * H * D * 2, L.stream)); /* poison */
       SV_TRY(cudaEventRecord(ev[0], L.stream));
+      out->decode_steps++;
       if (exec) {
         SV_TRY(cudaGraphLaunch(exec, L.stream));
         out->replays++;

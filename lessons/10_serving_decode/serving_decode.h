@@ -345,7 +345,9 @@ typedef struct l10_serve_result {
   long finished;        /**< sequences finished */
   long copies;          /**< copy-on-write page copies */
   long refused;         /**< appends refused for want of pages (retried later) */
-  long replays;         /**< steps whose decode was a replay of the captured graph */
+  long decode_steps;    /**< steps that decoded (a step whose every sequence waits for pages has
+                             no decode) */
+  long replays;         /**< of those, the ones whose decode was a replay of the captured graph */
   long checked_rows;    /**< query rows compared with the fp64 reference */
   double decode_ms;     /**< the decode's GPU time, summed over the steps (CUDA events) */
   double bytes_peak;    /**< the most pool bytes held at once (pages in use, scales included) */

@@ -667,7 +667,7 @@ static int serve_line(const char *what, const l10_serve_config *cfg, l10_serve_r
     return 1;
   }
   const int ok = res->verdict.pass && res->free_at_end == cfg->num_blocks &&
-                 res->checked_rows > 0 && (!cfg->graph || res->replays == res->steps);
+                 res->checked_rows > 0 && (!cfg->graph || res->replays == res->decode_steps);
   printf("  %-44s %7ld %7ld %9.2f %10.0f %8.1f / %-8.1f %s (max |diff| %.2g, %ld rows)\n", what,
          res->tokens, res->rows, res->decode_ms,
          res->decode_ms > 0 ? res->tokens / (res->decode_ms * 1e-3) : 0.0, res->bytes_mean / 1e6,
