@@ -685,10 +685,9 @@ START_TEST(serving_loop_checks_every_step) {
   printf(
       "serving loop %d (%d tokens a step, kept %.1f, %s, %s, dim %d): %ld steps, %ld tokens kept "
       "of %ld rows, %ld started, %ld copies, %ld refused, %ld of %ld decodes replayed, %ld rows "
-      "checked, max "
-      "|diff| %.3g\n",
+      "checked, max |diff| %.3g\n",
       _i, c.draft, c.accept, c.fp8 ? "FP8" : "bf16", c.graph ? "graph" : "launches", c.dim, r.steps,
-      r.tokens, r.rows, r.started, r.copies, r.refused, r.replays, r.checked_rows,
+      r.tokens, r.rows, r.started, r.copies, r.refused, r.replays, r.decode_steps, r.checked_rows,
       r.verdict.max_abs);
   ck_assert_msg(r.verdict.pass, "loop %d: max_abs %.3g rel_l2 %.3g, %zu unwritten, %zu non-finite",
                 _i, r.verdict.max_abs, r.verdict.rel_l2, r.verdict.unwritten, r.verdict.nonfinite);
