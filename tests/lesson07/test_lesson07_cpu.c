@@ -194,10 +194,12 @@ START_TEST(random_workload_leaks_nothing) {
       int id;
       if (op < 2)
         (void)l07_seq_open(&c, &id);
-      else if (op < 7)
+      else if (op < 6)
         (void)l07_seq_append(&c, s, (int)attn_rng_below(&r, 40), slots, NULL);
-      else if (op < 8)
+      else if (op < 7)
         (void)l07_seq_fork(&c, s, &id);
+      else if (op < 8) /* rejected draft tokens, now and then more than the sequence has */
+        (void)l07_seq_truncate(&c, s, (int)attn_rng_below(&r, 24));
       else
         (void)l07_seq_close(&c, s);
       check_books(&c);
