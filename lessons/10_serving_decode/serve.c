@@ -151,29 +151,35 @@ static int append(sloop *L, int s, int n, l10_serve_result *out, cudaError_t *e)
   return 0;
 }
 
-/* Draft token i of T (the sequence's `len` keys include them), head h, q in fp32: O in fp64 over
- * the host copy, keys 0 .. len - T + i (the causal mask). */
-static void reference_row(const sloop *L, int s, int len, int T, int i, int h, const float *q,
-                          double *o, double *sc) {
+/* Scratch for the check: the lesson's reference (l10_reference()) run on one sequence and one KV
+ * group, over copies of the group's Q rows and of its KV head's keys. */
+typedef struct scheck {
+  float *q, *k, *v; /* [T, G, dim]; [longest, 1, dim] twice */
+  float *o, *lse;   /* [T, G, dim], [T, G] */
+  int *pages;       /* [max_blocks]: page j is page j (a dense copy is a pool in order) */
+} scheck;
+
+/* O of every draft token of sequence s (its `len` keys include them), the heads of KV group g, by
+ * l10_reference() on a step of one sequence, G query heads and one KV head, the causal mask;
+ * @p q the sequence's rows of Q ([T, heads, dim]). Into x->o. */
+static void reference_group(const sloop *L, scheck *x, int s, int len, int T, int g,
+                            const float *q) {
   const l10_serve_config *c = L->cfg;
-  const int g = h / (c->heads / c->kv_heads), D = c->dim, n = len - T + i + 1;
-  const double scale = 1.0 / sqrt((double)D);
-  double m = -INFINITY, l = 0.0;
-  for (int j = 0; j < n; ++j) {
-    const float *kj = L->sq[s].k + ((size_t)j * c->kv_heads + g) * D;
-    double dot = 0.0;
-    for (int d = 0; d < D; ++d) dot += (double)q[d] * kj[d];
-    sc[j] = dot * scale;
-    if (sc[j] > m) m = sc[j];
+  const int D = c->dim, G = c->heads / c->kv_heads;
+  for (int i = 0; i < T; ++i)
+    memcpy(x->q + (size_t)i * G * D, q + ((size_t)i * c->heads + (size_t)g * G) * D,
+           sizeof(float) * G * D);
+  for (int j = 0; j < len; ++j) {
+    memcpy(x->k + (size_t)j * D, L->sq[s].k + ((size_t)j * c->kv_heads + g) * D, sizeof(float) * D);
+    memcpy(x->v + (size_t)j * D, L->sq[s].v + ((size_t)j * c->kv_heads + g) * D, sizeof(float) * D);
   }
-  for (int d = 0; d < D; ++d) o[d] = 0.0;
-  for (int j = 0; j < n; ++j) {
-    const float *vj = L->sq[s].v + ((size_t)j * c->kv_heads + g) * D;
-    const double e = exp(sc[j] - m);
-    l += e;
-    for (int d = 0; d < D; ++d) o[d] += e * vj[d];
-  }
-  for (int d = 0; d < D; ++d) o[d] /= l;
+  const int zero = 0;
+  l10_step st;
+  memset(&st, 0, sizeof st);
+  st.batch = 1, st.heads = G, st.kv_heads = 1, st.dim = D, st.max_q = T, st.max_seq_kv = len;
+  st.max_blocks = (len + c->block_size - 1) / c->block_size, st.block_size = c->block_size;
+  st.mask = L10_MASK_CAUSAL, st.scale = 1.0f / sqrtf((float)D);
+  l10_reference(&st, x->q, &zero, &T, NULL, x->k, x->v, x->pages, &len, NULL, x->o, x->lse);
 }
 
 /* Tokens of a verification: the generated one, and each guess after it while they are accepted
@@ -231,7 +237,12 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
   int *table = malloc(sizeof(int) * (size_t)B * L.max_blocks);
   int *lens = malloc(sizeof(int) * B), *qlens = malloc(sizeof(int) * B);
   int *qstart = malloc(sizeof(int) * B), *in_step = malloc(sizeof(int) * B);
-  double *sc = malloc(sizeof(double) * L.longest), *ref = malloc(sizeof(double) * D);
+  scheck chk;
+  chk.q = malloc(sizeof(float) * (size_t)T * G * D),
+  chk.o = malloc(sizeof(float) * (size_t)T * G * D);
+  chk.k = malloc(sizeof(float) * (size_t)L.longest * D), chk.lse = malloc(sizeof(float) * T * G);
+  chk.v = malloc(sizeof(float) * (size_t)L.longest * D),
+  chk.pages = malloc(sizeof(int) * L.max_blocks);
   L.sq = calloc((size_t)L.max_seqs, sizeof(sseq));
   L.new_k = malloc(sizeof(uint16_t) * L.row * L.cap_new);
   L.new_v = malloc(sizeof(uint16_t) * L.row * L.cap_new);
@@ -244,14 +255,16 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
   cudaEvent_t ev[2] = {NULL, NULL};
   cudaGraph_t graph = NULL;
   cudaGraphExec_t exec = NULL;
-  if (!q || !qb || !ob || !table || !lens || !qlens || !qstart || !in_step || !sc || !ref ||
-      !L.sq || !L.new_k || !L.new_v || !L.new_slots || !L.xrow || !L.codes ||
+  if (!q || !qb || !ob || !table || !lens || !qlens || !qstart || !in_step || !chk.q || !chk.o ||
+      !chk.k || !chk.v || !chk.lse || !chk.pages || !L.sq || !L.new_k || !L.new_v || !L.new_slots ||
+      !L.xrow || !L.codes ||
       l07_cache_init(&L.cache, cfg->num_blocks, cfg->block_size, L.max_seqs, L.max_blocks) !=
           L07_OK) {
     snprintf(err, err_len, "serving loop: out of host memory");
     goto done;
   }
   for (int s = 0; s < L.max_seqs; ++s) L.sq[s].target = -1;
+  for (int j = 0; j < L.max_blocks; ++j) chk.pages[j] = j;
   SV_TRY(cudaStreamCreateWithFlags(&L.stream, cudaStreamNonBlocking));
   SV_TRY(cudaMalloc(&L.kpool, pool * vbytes));
   SV_TRY(cudaMalloc(&L.vpool, pool * vbytes));
@@ -416,12 +429,13 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
         out->rows += T;
         if (s != pick) continue;
         const int g = step % cfg->kv_heads;
+        reference_group(&L, &chk, s, lens[s], T, g, q + (size_t)s * T * H * D);
         for (int i = 0; i < T; ++i)
           for (int h = g * G; h < (g + 1) * G; ++h) {
             const size_t at = (((size_t)s * T + i) * H + h) * D;
-            reference_row(&L, s, lens[s], T, i, h, q + at, ref, sc);
+            const float *r = chk.o + ((size_t)i * G + (h - g * G)) * D;
             for (int d = 0; d < D; ++d)
-              attn_verdict_add(&out->verdict, attn_bf16_to_f32(ob[at + d]), ref[d]);
+              attn_verdict_add(&out->verdict, attn_bf16_to_f32(ob[at + d]), r[d]);
             out->checked_rows++;
           }
       }
@@ -471,7 +485,7 @@ done:
     for (int s = 0; s < L.max_seqs; ++s) free(L.sq[s].k), free(L.sq[s].v);
   free(L.sq), free(L.new_k), free(L.new_v), free(L.new_slots), free(L.xrow), free(L.codes);
   free(q), free(qb), free(ob), free(table), free(lens), free(qlens), free(qstart), free(in_step);
-  free(sc), free(ref);
+  free(chk.q), free(chk.k), free(chk.v), free(chk.o), free(chk.lse), free(chk.pages);
   if (exec) cudaGraphExecDestroy(exec);
   if (graph) cudaGraphDestroy(graph);
   cudaFree(L.kpool), cudaFree(L.vpool), cudaFree(L.kscale), cudaFree(L.vscale);

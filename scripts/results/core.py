@@ -123,9 +123,13 @@ class Archive:
         path = os.path.join(self.folder, "lessons.csv")
         # A folder without lessons.csv but with its log is a transcript run: the default `./run`
         # of some lessons, kept for the README's transcripts (a region names it in its marker);
-        # it is never any lesson's newest folder (newest_folder() needs lessons.csv).
-        if not os.path.exists(path) and not os.path.exists(os.path.join(self.folder,
-                                                                         "gpu-suite.log")):
+        # it is never any lesson's newest folder (newest_folder() needs lessons.csv). So is one
+        # that holds only programs' output, saved as NAME-run.log (a region that names the folder
+        # reads it with program_run()).
+        self.runs = {os.path.basename(x)[:-len("-run.log")]: x
+                     for x in sorted(glob.glob(os.path.join(self.folder, "*-run.log")))}
+        if not os.path.exists(path) and not self.runs and \
+                not os.path.exists(os.path.join(self.folder, "gpu-suite.log")):
             raise SystemExit(f"results-tables: {self.rel}/lessons.csv is missing")
         self.lessons = []
         with open(path if os.path.exists(path) else os.devnull, newline="") as f:
@@ -142,7 +146,8 @@ class Archive:
         self.smi = self._read_smi()
         names = [r["device"] for r in self.lessons if r.get("device")]
         self.device = (names[0] if names else None) or (self.smi or {}).get("product") or \
-            (self.peers[0]["device"] if self.peers else "unknown device")
+            (self.peers[0]["device"] if self.peers else None) or self._device_from_runs() or \
+            "unknown device"
 
     # -- files
     def _read_peers(self):
@@ -229,6 +234,24 @@ class Archive:
                                   "pct_hbm": float(m.group(4)), "tflops": float(m.group(5)),
                                   "pct_fp32": float(m.group(6))}
         return log
+
+    def program_run(self, name):
+        """The lines of NAME-run.log (a program's output, saved as it printed it), or None."""
+        path = self.runs.get(name)
+        if path is None:
+            return None
+        with open(path, errors="replace") as f:
+            return f.read().splitlines()
+
+    def _device_from_runs(self):
+        """The GPU's name from the `device` line the lesson programs print, in the first
+        NAME-run.log that has one; None without."""
+        for name in self.runs:
+            for line in self.program_run(name):
+                m = re.match(r"^device\s+(.+?), sm_\d+, \d+ SMs", line)
+                if m:
+                    return m.group(1)
+        return None
 
     def _read_smi(self):
         path = os.path.join(self.folder, "nvidia-smi.txt")

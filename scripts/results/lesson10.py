@@ -404,8 +404,44 @@ def r_l10_cascade(a, ctx):
     return "\n".join(out)
 
 
+def r_l10_serve(a, ctx):
+    """The serving loop as `./run` prints it after the table (serving-loop-run.log: the program's
+    default run, kept as it printed it): the plain loop and the served one, and their ratios."""
+    src = source(a, ["serving-loop-run.log"])
+    lines = a.program_run("serving-loop") or []
+    at = next((i for i, x in enumerate(lines) if x.startswith("serving loop on the GPU (")), None)
+    if at is None:
+        return src + "\n\nThe serving loop: " + NO_RUN + "."
+    head = re.match(r"^serving loop on the GPU \((.*); (\d+) steps; .*\):$", lines[at])
+    steps = int(head.group(2)) if head else None
+    rows, said = [], None
+    for line in lines[at + 1:]:
+        m = re.match(r"^\s+((?:plain|served): .+?)\s{2,}(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+"
+                     r"([\d.]+) / ([\d.]+)\s+(PASS|FAIL)", line)
+        if m:
+            ms = float(m.group(4))
+            rows.append([m.group(1), m.group(2), m.group(3), m.group(4),
+                         f(1e3 * ms / steps, 0) if steps else "-", f"{int(m.group(5)):,}",
+                         f"{m.group(6)} / {m.group(7)}", m.group(8)])
+        m = re.match(r"^\s+served over plain: ([\d.]+)x the tokens per second, ([\d.]+)x the "
+                     r"memory held \(mean\); ([\d.]+) tokens kept per sequence and step, (\d+) "
+                     r"copy-on-write copies", line)
+        if m:
+            said = m
+    out = [src, "", f"`./run` at its default step ({head.group(1) if head else 'its workload'}, "
+           f"{steps} steps; tokens per second of the decode's GPU time, which includes the wait "
+           "for the host to launch it):", "",
+           table(["loop", "tokens kept", "rows decoded", "decode ms", "us a step", "tokens/s",
+                  "MB held, mean / peak", "check"], rows)]
+    if said:
+        out += ["", f"The served loop: {said.group(1)}x the plain loop's tokens per second, "
+                f"{said.group(2)}x its memory held (mean); {said.group(3)} tokens kept per "
+                f"sequence and step, {said.group(4)} copy-on-write copies."]
+    return "\n".join(out)
+
+
 # The regions this module writes: NAME of `<!-- results:NAME -->` -> its renderer.
 RENDERERS = {
     "l10-default": r_l10_default, "l10-runs": r_l10_runs, "l10-peers": r_l10_peers,
-    "l10-cascade": r_l10_cascade,
+    "l10-cascade": r_l10_cascade, "l10-serve": r_l10_serve,
 }
