@@ -67,6 +67,8 @@ column, and both are in the what text, with the block size):
                   torch tensors, k_scale and v_scale NULL (the bf16 cache), its workspace
                   (l10_draft_workspace_bytes: the chunks' partial states) allocated once per step
                   shape
+  l10-v4-wgmma    lesson 10's version 4 (l10_wg_d128 / _d64, sm_90a): version 1's step, workspace
+                  and check, one warpgroup a unit with wgmma; skipped with the reason elsewhere
   l10-v2-fp8      lesson 10's version 2 (l10_fp8_d128 / _d64): the same step and Q over the FP8
                   pools, k_cache / v_cache their codes and k_scale / v_scale their scales, the
                   workspace sized by l10_draft_workspace_bytes with the scales set. Only the
@@ -308,6 +310,26 @@ def fp8_symbols(lib):
     except AttributeError as e:
         return f"the library has no version 2 ({e}; built before the FP8 cache)"
     return None
+
+
+def wgmma_refusal(lib, dim):
+    """Why version 4 cannot run here (not in the library, not built, not sm_90, or a head dimension
+    it is not built for), or ''. Its launchers exist in every build; without sm_90a code they
+    return cudaErrorNotSupported (801)."""
+    if dim not in (64, 128):
+        return "version 4 is built for head dimensions 64 and 128"
+    if torch.cuda.get_device_capability() != (9, 0):
+        return "version 4 is sm_90a code (wgmma): sm_90 GPUs only"
+    try:
+        f = getattr(lib, f"l10_wg_d{dim}")
+    except AttributeError:
+        return "the library has no version 4 (built before it)"
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.POINTER(L10Step), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                  ctypes.c_size_t, ctypes.c_void_p]
+    if f(None, None, None, None, 0, None) == 801:
+        return "not built: sm_90a code, built with lesson 05 (ATTN_ARCHS_HOPPER=90a)"
+    return ""
 
 
 def missing(lib_path):
@@ -779,6 +801,17 @@ def measure_step(env, ctx, mask, t):
                           lambda: draft_make(step, f"l10_draft_d{dim}"), key, t)
     if not requested:
         return {n: x for n, x in res.items() if x}
+
+    # lesson 10's version 4: version 1's step on Hopper's warpgroup (sm_90a, dims 64 and 128)
+    name = "l10-v4-wgmma"
+    what = f"{paged}, lesson 10's version 4 (draft-wgmma){tail}"
+    why = wgmma_refusal(lib, dim)
+    if why:
+        print(f"l10 impl={name} {where} skipped: {why}", flush=True)
+        env.out.row(impl=f"{name}-{mask}", what=what, check=f"skipped: {why}", **shape)
+    else:
+        res["wg"] = run_impl(env, chk, name, mask, o, what, shape, where, True,
+                             lambda: draft_make(step, f"l10_wg_d{dim}"), key, t)
 
     # lesson 10's version 2: the same step over the e4m3 copy of the pools (fp8_pools), its
     # figure the bytes it reads: codes and one fp32 scale per key row, K and V

@@ -57,6 +57,33 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
   return cudaErrorInvalidValue;
 }
 
+#ifndef L10_HAVE_SM90A
+/** 1 when CMake built version 4 (sm_90a, with lesson 05). */
+#define L10_HAVE_SM90A 0
+#endif
+#if !L10_HAVE_SM90A
+/* Version 4 is sm_90a code, built with lesson 05 (CMake's ATTN_ARCHS_HOPPER holds 90a). A build
+ * without it keeps the launchers, which refuse; the program's setup says why. */
+cudaError_t l10_wg_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                       size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                        size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+#endif
+
+cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
+                   cudaStream_t stream) {
+  if (!s) return cudaErrorInvalidValue;
+  if (s->dim == 64) return l10_wg_d64(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 128) return l10_wg_d128(s, o, lse, workspace, workspace_bytes, stream);
+  return cudaErrorInvalidValue;
+}
+
 cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
                     cudaStream_t stream) {
   if (!s) return cudaErrorInvalidValue;

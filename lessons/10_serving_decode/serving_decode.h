@@ -56,7 +56,7 @@ extern "C" {
 #define L10_UNIT_ROWS 64
 /** Rows of the lesson's table: version 1 with the shape's mask, with a tree, version 2 (the FP8
  * cache), and the yardstick. */
-#define L10_VERSIONS 6
+#define L10_VERSIONS 7
 /** The largest finite e4m3 magnitude: a key row's largest |x| is written as this code. */
 #define L10_E4M3_MAX 448.0f
 /** Version 2 reads a 16-key tile from one page: its pages hold at least this many tokens. */
@@ -137,6 +137,38 @@ int l10_draft_per_sm_d256(void);
 /** Version 1 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
                       size_t workspace_bytes, cudaStream_t stream);
+
+/** @name The chunks' merge of versions 1 and 4
+ *  After a step's kernel wrote each chunk's partial state (@p part_o `[batch, splits, kv_heads,
+ *  units, L10_UNIT_ROWS, dim]` fp32, O / l, and @p part_lse, the natural-log log-sum-exp, in the
+ *  workspace), merge every row's chunks into O and lse. @p units, @p splits and @p chunk are the
+ *  launch's (l10_units_per_kv_head(), l10_draft_chunk()).
+ *  @{ */
+cudaError_t l10_draft_merge_d64(const l10_step *s, const float *part_o, const float *part_lse,
+                                void *o, float *lse, int units, int splits, int chunk,
+                                cudaStream_t stream);
+cudaError_t l10_draft_merge_d128(const l10_step *s, const float *part_o, const float *part_lse,
+                                 void *o, float *lse, int units, int splits, int chunk,
+                                 cudaStream_t stream);
+cudaError_t l10_draft_merge_d256(const l10_step *s, const float *part_o, const float *part_lse,
+                                 void *o, float *lse, int units, int splits, int chunk,
+                                 cudaStream_t stream);
+/** @} */
+
+/** @name Version 4's launchers (sm_90a: one warpgroup a unit, wgmma)
+ *  The same step, outputs, workspace (l10_draft_workspace_bytes()) and errors as version 1's
+ *  launchers; a bf16 cache, head dimensions 64 and 128. In a build without sm_90a code (CMake's
+ *  ATTN_ARCHS_HOPPER) they return cudaErrorNotSupported.
+ *  @{ */
+cudaError_t l10_wg_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                       size_t workspace_bytes, cudaStream_t stream);
+cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                        size_t workspace_bytes, cudaStream_t stream);
+/** @} */
+
+/** Version 4 for head dimension s->dim (64 or 128; cudaErrorInvalidValue for others). */
+cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
+                   cudaStream_t stream);
 
 /** @name The FP8 cache (version 2)
  *  One scale per key row (a token's dim values of one KV head, K and V apart): a row's scale is

@@ -123,6 +123,8 @@
 #define FD_COMBINE FD_CAT(l10_draft_combine_d, HEAD_DIM)
 /** This build's launcher: l10_draft_d64(), _d128() or _d256(), in serving_decode.h. */
 #define FD_LAUNCH FD_CAT(l10_draft_d, HEAD_DIM)
+/** This build's launcher of the chunks' merge: l10_draft_merge_d64(), _d128() or _d256(). */
+#define FD_MERGE_LAUNCH FD_CAT(l10_draft_merge_d, HEAD_DIM)
 /** This build's occupancy query: l10_draft_per_sm_d64(), _d128() or _d256(). */
 #define FD_PER_SM FD_CAT(l10_draft_per_sm_d, HEAD_DIM)
 
@@ -753,6 +755,20 @@ static __global__ void __launch_bounds__(L06_THREADS)
   if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
 }
 
+/** The chunks' merge, l10_draft_merge_d64(), _d128() or _d256(): FD_COMBINE over every (unit,
+ * row, float4), one thread each (version 4 uses it too). See serving_decode.h. */
+extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
+                                       const float *part_lse, void *o, float *lse, int units,
+                                       int splits, int chunk, cudaStream_t stream) {
+  const size_t n_units = (size_t)st->batch * st->kv_heads * units;
+  const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
+  FD_COMBINE<<<(unsigned)cblocks, L06_THREADS, 0, stream>>>(
+      part_o, part_lse, (attn_bf16 *)o, lse, st->q_start, st->q_lens, st->seq_lens, st->heads,
+      st->kv_heads, st->max_q, st->max_seq_kv, units, splits, chunk);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
+
 /** The launcher, l10_draft_d64(), _d128() or _d256(): batch x chunks x KV heads x units blocks in
  * one launch, the chunks of l10_draft_chunk(); when a sequence can be cut, FD_COMBINE after it.
  * See serving_decode.h. */
@@ -789,12 +805,7 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
       st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks,
       shift, (int)st->mask, scale_log2, units, splits, chunk);
   ATTN_TRY_LAUNCH();
-  if (splits > 1) { /* the chunks' merge: every (unit, row, float4) its own thread */
-    const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
-    FD_COMBINE<<<(unsigned)cblocks, L06_THREADS, 0, stream>>>(
-        part_o, part_lse, (attn_bf16 *)o, lse, st->q_start, st->q_lens, st->seq_lens, st->heads,
-        st->kv_heads, st->max_q, st->max_seq_kv, units, splits, chunk);
-    ATTN_TRY_LAUNCH();
-  }
+  if (splits > 1)
+    return FD_MERGE_LAUNCH(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
   return cudaSuccess;
 }

@@ -18,7 +18,20 @@
 #include "serving_decode.h"
 
 /** The table's rows. */
-enum { ROW_DRAFT = 1, ROW_TREE = 2, ROW_FP8 = 3, ROW_CASCADE = 4, ROW_L07 = 5, ROW_L07_FORK = 6 };
+enum {
+  ROW_DRAFT = 1,
+  ROW_TREE = 2,
+  ROW_FP8 = 3,
+  ROW_CASCADE = 4,
+  ROW_L07 = 5,
+  ROW_L07_FORK = 6,
+  ROW_WG = 7 /* version 4, after the yardsticks so that the rows before it keep their numbers */
+};
+
+#ifndef L10_HAVE_SM90A
+/** 1 when CMake built version 4 (sm_90a, with lesson 05). */
+#define L10_HAVE_SM90A 0
+#endif
 
 /** Keys every sequence of the cascade's rows (4 and 6) keeps to itself: the batch is forked from
  * sequence 0's prompt, all but this many keys of the shortest sequence shared (whole pages). */
@@ -85,6 +98,7 @@ static const char *supports(const attn_problem *p, int row) {
     if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
     if (p->dim == 256) return "lesson 07's kernels are built for head dimensions 64 and 128";
   }
+  if (row == ROW_WG && p->dim == 256) return "version 4 is built for head dimensions 64 and 128";
   if (row == ROW_FP8 && p->block_size < L10_FP8_MIN_BLOCK) {
     snprintf(why, sizeof why, "an FP8 cache needs pages of at least %d tokens (--block-size)",
              L10_FP8_MIN_BLOCK);
@@ -174,6 +188,10 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
   const attn_problem *p = ctx->problem;
   const int row = ctx->version;
   const char *why = supports(p, row);
+  if (!why && row == ROW_WG && !L10_HAVE_SM90A)
+    why = "not built: sm_90a code, built with lesson 05 (ATTN_ARCHS_HOPPER=90a)";
+  if (!why && row == ROW_WG && attn_device_sm(ctx->device) != 90)
+    why = "sm_90a code (wgmma): runs on sm_90 GPUs (H100, H200) only";
   if (why) {
     *skip = why;
     return cudaSuccess;
@@ -334,6 +352,7 @@ static cudaError_t launch(void *state, cudaStream_t stream) {
   draft_state *s = (draft_state *)state;
   const l10_step *st = &s->st;
   if (s->row == ROW_FP8) return l10_fp8(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
+  if (s->row == ROW_WG) return l10_wg(st, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
   if (s->row == ROW_CASCADE)
     return l10_cascade_run(&s->casc, s->d_o, s->d_lse, s->d_ws, s->ws_bytes, stream);
   if (s->row != ROW_L07 && s->row != ROW_L07_FORK)
@@ -479,6 +498,15 @@ static const attn_version kVersions[L10_VERSIONS] = {
      .kind = ATTN_CUSTOM,
      .dtype = ATTN_BF16,
      .min_sm = 80,
+     .writes_lse = 1,
+     .varlen = 1,
+     .custom = &kDraft},
+    {.name = "draft-wgmma",
+     .summary = "version 4: version 1's unit of 64 rows as one warpgroup, S and P V by wgmma "
+                "(sm_90a)",
+     .kind = ATTN_CUSTOM,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
      .writes_lse = 1,
      .varlen = 1,
      .custom = &kDraft},

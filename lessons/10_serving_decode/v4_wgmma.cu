@@ -1,0 +1,413 @@
+// clang-format off
+/** @file
+ * @brief Version 4: many draft tokens on Hopper's warpgroup. Version 1's unit of 64 group rows is
+ * exactly the M of one `wgmma`: the block is one warpgroup, S = Q K^T and O += P V are each one
+ * batch of `wgmma` over a 64-key tile, and the four warps no longer read each other's tiles
+ * through ldmatrix.
+ *
+ * What changed: against version 1 (`diff lessons/10_serving_decode/v1_draft.cu
+ * lessons/10_serving_decode/v4_wgmma.cu`):
+ *  - the block's four warps are one warpgroup working on one 64 x 64 tile of S at a time: 64 keys
+ *    of K and V per tile, copied by all 128 threads (cp.async, each key row's page looked up in
+ *    the block table) into lesson 05's 128-byte-swizzled layout, which the tensor cores read
+ *    through descriptors; a ring of WG_STAGES tiles;
+ *  - S = Q K^T: m64n64k16 `wgmma` with both operands in shared memory; O += P V: P from
+ *    registers (the accumulator's layout is the A fragment's), V through an MN-major descriptor;
+ *  - no key streams and no merge of the warps' states at the end: every row has one state;
+ *  - sm_90a only, built where the build has lesson 05 (whose hopper.cuh it uses), head
+ *    dimensions 64 and 128; the chunks, the workspace and the merge kernel are version 1's.
+ *
+ * Why: with 16 draft tokens at 32/8 heads a unit is four 16-row tiles, and version 1's four
+ * warps each read all four 16-key tiles of a step for their own 16 rows (16 mma.sync per tile
+ * and row tile for S, 16 for P V), 0.75-0.80x the one-token rate: past the memory's speed, the
+ * warps' chains of dependent mma.sync set the pace. One wgmma does a 64 x 64 x 16 product for the
+ * whole warpgroup from shared memory, and the tensor cores need about 512 cycles per 64-key tile
+ * at dim 128 (S and P V), against about 1300 cycles of HBM time per SM for its 32 KiB.
+ *
+ * Prediction: 16 draft tokens at the memory's speed, near the one-token rate: a 64-key tile at
+ * dim 128 is 32 KiB, which an SM's share of HBM brings in about 1700 cycles, and about 512
+ * tensor-core cycles of wgmma.
+ *
+ * Measured: H200, 2026-11-26 (docs/results/h200-l10h-2026-11-26/bench.log, causal, 32/8 heads,
+ * batch 1-64, 4k-128k keys): dim 128, 16 tokens at 0.94-0.99x version 1's one-token rate (version
+ * 1: 0.62-0.82x), 1.22-1.56x version 1; 8 tokens 0.97-1.04x; batch 1, 32k keys, 8 tokens 3.03
+ * TB/s (version 1: 2.77). Dim 64, 16 tokens 0.77-1.00x (1.27-1.53x version 1), but at batch 64
+ * with 1-8 tokens 0.71-0.81x version 1's speed (not measured apart).
+ *
+ * Run: `./run 7 --seq 16`, `./run 7 --batch 16 --kv-seq 32768 --seq 16 --causal`.
+ */
+// clang-format on
+/* Built twice by CMake (lessons/10_serving_decode/CMakeLists.txt, for sm_90a only), with
+ * -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+#ifndef HEAD_DIM
+#error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
+#endif
+
+#include <limits.h>
+#include <math.h>
+
+#include "attn_cuda.cuh"
+#include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
+#include "hopper.cuh"       /* lesson 05: wgmma and its descriptors (USES 5) */
+#include "serving_decode.h"
+
+#define WG_THREADS 128                       /**< one warpgroup */
+#define WG_BN 64                             /**< keys per tile: the N of S */
+#define WG_ROWS L10_UNIT_ROWS                /**< group rows of a unit: the M of one wgmma */
+#define WG_KS (HEAD_DIM / 16)                /**< k-steps of S = Q K^T */
+#define WG_PK (WG_BN / 16)                   /**< k-steps of O += P V */
+#define WG_NO (HEAD_DIM / 2)                 /**< O floats per thread: 64 x dim / 128 */
+#define WG_NS (WG_BN / 2)                    /**< S floats per thread: 64 x 64 / 128 */
+#define WG_CHUNKS (HEAD_DIM / 8)             /**< 16-byte chunks per key row */
+#define WG_TILE_BYTES (WG_BN * HEAD_DIM * 2) /**< one K or V tile */
+#define WG_Q_BYTES (WG_ROWS * HEAD_DIM * 2)  /**< the unit's Q tile */
+/** The ring: two blocks per SM at dim 128 (16 + 3 x 32 KiB), three at dim 64 (8 + 4 x 16 KiB). */
+#define WG_STAGES (HEAD_DIM == 64 ? 4 : 3)
+#define WG_MIN_BLOCKS (HEAD_DIM == 64 ? 3 : 2) /**< blocks per SM the kernel is compiled for */
+/** Dynamic shared memory: Q, the ring of K and V tiles, and 1024 bytes to align the start to a
+ * swizzle atom. */
+#define WG_SMEM_BYTES (WG_Q_BYTES + WG_STAGES * 2 * WG_TILE_BYTES + 1024)
+#define WG_LOG2E 1.4426950408889634f /**< e^x = 2^(x log2 e) */
+#define WG_LN2 0.6931471805599453f   /**< log x = log2(x) ln 2 */
+
+/** Token pasting, after expanding `b`. */
+#define WG_CAT_(a, b) a##b
+/** `a` and the value of `b` pasted into one name. */
+#define WG_CAT(a, b) WG_CAT_(a, b)
+/** This build's kernel: l10_wg_kernel_d64 or _d128. */
+#define WG_KERNEL WG_CAT(l10_wg_kernel_d, HEAD_DIM)
+/** This build's launcher: l10_wg_d64() or _d128(), in serving_decode.h. */
+#define WG_LAUNCH WG_CAT(l10_wg_d, HEAD_DIM)
+/** Version 1's merge of the chunks, for this head dimension. */
+#define WG_MERGE WG_CAT(l10_draft_merge_d, HEAD_DIM)
+/** O += P V for one k-step: N = HEAD_DIM, A from registers, B MN-major. */
+#define WG_WGMMA_PV WG_CAT(wgmma_rs_n, HEAD_DIM)
+
+#define WG_ROWS_PER_THREAD (WG_BN * WG_CHUNKS / WG_THREADS) /**< key rows a thread copies */
+
+/** The pages of the key rows this thread copies for the tile from @p key0 (row idx / WG_CHUNKS
+ * for idx = i, i + 128, ...), read from the block table one tile before their copies, so that the
+ * copies never wait for the table; 0 past @p end. */
+static __device__ __forceinline__ void wg_pages(int pages[WG_ROWS_PER_THREAD],
+                                                const int *__restrict__ table, int shift, int key0,
+                                                int end) {
+#pragma unroll
+  for (int it = 0; it < WG_ROWS_PER_THREAD; ++it) {
+    const int key = key0 + (it * WG_THREADS + (int)threadIdx.x) / WG_CHUNKS;
+    pages[it] = key < end ? __ldg(table + (key >> shift)) : 0;
+  }
+}
+
+/** The copies of the tile of keys key0 .. key0 + 63 into the K and V buffers at @p sk and @p sv,
+ * 128-byte swizzled: 64 rows x WG_CHUNKS 16-byte chunks each, thread i taking chunk idx %
+ * WG_CHUNKS of row idx / WG_CHUNKS for idx = i, i + 128, ..., its rows' pages in @p pages
+ * (wg_pages()); rows at or past @p end zero-filled (their scores are masked). */
+static __device__ __forceinline__ void wg_load_tile(uint32_t sk, uint32_t sv, const attn_bf16 *kg,
+                                                    const attn_bf16 *vg, size_t kv_stride,
+                                                    const int pages[WG_ROWS_PER_THREAD], int shift,
+                                                    int key0, int end) {
+  const int mask = (1 << shift) - 1;
+#pragma unroll
+  for (int it = 0; it < WG_ROWS_PER_THREAD; ++it) {
+    const int idx = it * WG_THREADS + (int)threadIdx.x;
+    const int row = idx / WG_CHUNKS, chunk = idx % WG_CHUNKS, key = key0 + row;
+    const int ok = key < end;
+    const size_t src = ok ? (((size_t)pages[it] << shift) | (size_t)(key & mask)) * kv_stride : 0;
+    const uint32_t off = sw128_off(row, chunk, WG_BN);
+    cp_async_16(sk + off, kg + src + chunk * 8, ok ? 16 : 0);
+    cp_async_16(sv + off, vg + src + chunk * 8, ok ? 16 : 0);
+  }
+}
+
+/** The unit's Q tile into shared memory at @p sq, 128-byte swizzled: row r is group row u * 64 + r
+ * (draft token gr / G of query head kvh * G + gr % G, packed row q0 + gr / G), zeros past the
+ * @p rows the sequence has. */
+static __device__ __forceinline__ void wg_load_q(uint32_t sq, const attn_bf16 *__restrict__ q,
+                                                 int q0, int u, int kvh, int G, int rows,
+                                                 int heads) {
+  for (int idx = threadIdx.x; idx < WG_ROWS * WG_CHUNKS; idx += WG_THREADS) {
+    const int r = idx / WG_CHUNKS, c = idx % WG_CHUNKS, gr = u * WG_ROWS + r, ok = r < rows;
+    const attn_bf16 *src =
+        ok ? q + (((size_t)q0 + gr / G) * heads + kvh * G + gr % G) * HEAD_DIM + c * 8 : q;
+    cp_async_16(sq + sw128_off(r, c, WG_ROWS), src, ok ? 16 : 0);
+  }
+}
+
+/** Where a row stands (version 1's fd_row_mask()): the end of the keys it sees from the start
+ * (@p lim, within the chunk's end @p j1) and the word of draft keys it sees past them (@p bits).
+ * A row past G x q_b (zero Q, never written) is given the chunk's keys. */
+static __device__ __forceinline__ void wg_row_mask(int *lim, uint32_t *bits, int gr, int G, int q_b,
+                                                   int n_b, int j1, int mask,
+                                                   const uint32_t *__restrict__ tree, int q0) {
+  const int base = n_b - q_b, i = gr / G;
+  *lim = j1, *bits = 0u;
+  if (gr >= G * q_b) return;
+  if (mask == L10_MASK_CAUSAL)
+    *lim = min(j1, base + i + 1);
+  else if (mask == L10_MASK_TREE)
+    *lim = min(j1, base), *bits = __ldg(tree + q0 + i) & ((1u << q_b) - 1u);
+}
+
+/** The online softmax of my two rows (g and g + 8 of my warp's 16) over one 64-key tile from
+ * @p key0: the accumulator's layout is mma.sync's per n8 block, s[4 nt + e] being row g + 8 (e /
+ * 2), key key0 + 8 nt + 2 t4 + e % 2. The mask only when some row of the warp does not see the
+ * whole tile (a branch the warp takes together); O rescaled when a row of the warp has a new
+ * maximum; P packed into the A fragments of the P V k-steps. */
+static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2], float row_l[2],
+                                                  float acc[WG_NO], uint32_t pa[WG_PK][4],
+                                                  const int lim[2], const uint32_t bits[2],
+                                                  int lim_warp, int base, int j1, int key0, int t4,
+                                                  float scale_log2) {
+  if (key0 + WG_BN > lim_warp) {
+#pragma unroll
+    for (int nt = 0; nt < WG_BN / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int hf = e >> 1, col = key0 + nt * 8 + t4 * 2 + (e & 1), d = col - base;
+        const int seen =
+            col < lim[hf] || (col < j1 && d >= 0 && d < 32 && ((bits[hf] >> (d & 31)) & 1u) != 0u);
+        if (!seen) s[4 * nt + e] = -INFINITY;
+      }
+  }
+  float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int nt = 0; nt < WG_BN / 8; ++nt) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[4 * nt], s[4 * nt + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[4 * nt + 2], s[4 * nt + 3]));
+  }
+  float m_use[2], alpha[2];
+  int grew = 0;
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 1));
+    mx[hf] = fmaxf(mx[hf], __shfl_xor_sync(0xffffffffu, mx[hf], 2));
+    const float m_new = fmaxf(row_m[hf], mx[hf] * scale_log2);
+    m_use[hf] = m_new == -INFINITY ? 0.f : m_new; /* nothing visible yet */
+    alpha[hf] = fast_exp2(row_m[hf] - m_use[hf]);
+    grew |= m_new > row_m[hf];
+    row_m[hf] = m_new;
+  }
+  if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt) {
+      acc[4 * dt] *= alpha[0], acc[4 * dt + 1] *= alpha[0];
+      acc[4 * dt + 2] *= alpha[1], acc[4 * dt + 3] *= alpha[1];
+    }
+  }
+  float sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < WG_NS; ++i) {
+    const int hf = (i >> 1) & 1;
+    const float p = fast_exp2(fmaf(s[i], scale_log2, -m_use[hf])); /* 0 for a masked key */
+    s[i] = p;
+    sum[hf] += p;
+  }
+  row_l[0] = row_l[0] * alpha[0] + sum[0];
+  row_l[1] = row_l[1] * alpha[1] + sum[1];
+  /* k-step kk covers keys 16 kk .. 16 kk + 15: n8 blocks 2 kk and 2 kk + 1 */
+#pragma unroll
+  for (int kk = 0; kk < WG_PK; ++kk) {
+    const float *b = s + 8 * kk;
+    pa[kk][0] = pack_bf16x2(b[0], b[1]);
+    pa[kk][1] = pack_bf16x2(b[2], b[3]);
+    pa[kk][2] = pack_bf16x2(b[4], b[5]);
+    pa[kk][3] = pack_bf16x2(b[6], b[7]);
+  }
+}
+
+/* The loop on a whiteboard (version 1's grid and plan; one warpgroup a block):
+ *
+ *   block i = ((b * splits + s) * kv_heads + kvh) * units + u: chunk s of sequence b, KV head kvh,
+ *   group rows [64 u, 64 u + 64); exits when the unit has no rows or the chunk no keys
+ *     Q tile (64 rows, zeros past `rows`) -> shared by cp.async, 128-byte swizzled; one group
+ *     tiles 0 .. WG_STAGES - 2 of 64 keys -> the ring, one group each (each row's page from the
+ *     block table, read one tile ahead of its copies)
+ *     for each tile t:
+ *       cp.async.wait_group WG_STAGES - 2; fence.proxy.async; __syncthreads()
+ *       cp.async tile t + WG_STAGES - 1 into the slot of tile t - 1; commit
+ *       S = Q K_t^T        WG_KS wgmma m64n64k16 from shared memory; wait
+ *       online softmax     mask when a row of the warp does not see the whole tile; P -> bf16
+ *       O += P V_t         WG_PK wgmma m64nDk16, P from registers; wait
+ *     O / l and lse per row -> O (one chunk) or the partial states, merged by version 1's kernel
+ */
+/** One block per (sequence, chunk, KV head, unit), one warpgroup. */
+static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
+    WG_KERNEL(const attn_bf16 *__restrict__ q,      // [total_q, heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
+              const attn_bf16 *__restrict__ v,      // the same for V
+              const int *__restrict__ block_table,  // [batch, max_blocks]
+              attn_bf16 *__restrict__ o,            // [total_q, heads, HEAD_DIM]
+              float *__restrict__ lse,              // [total_q, heads]
+              float *__restrict__ part_o,           // [batch, splits, kv_heads, units, 64, dim]
+              float *__restrict__ part_lse,         // [batch, splits, kv_heads, units, 64]
+              const int *__restrict__ q_start, const int *__restrict__ q_lens,
+              const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,
+              int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
+              float scale_log2, int units, int splits, int chunk) {
+  extern __shared__ unsigned char smem[];
+  const uint32_t sq = (smem_u32(smem) + 1023u) & ~1023u; /* swizzle atoms: 1024-byte aligned */
+  const uint32_t sring = sq + WG_Q_BYTES;                /* [stage][K, V] */
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  unsigned rest = blockIdx.x;
+  const int u = (int)(rest % (unsigned)units);
+  rest /= (unsigned)units;
+  const int kvh = (int)(rest % (unsigned)kv_heads);
+  rest /= (unsigned)kv_heads;
+  const int s = (int)(rest % (unsigned)splits), b = (int)(rest / (unsigned)splits);
+
+  const int G = heads / kv_heads;
+  const int q_b = min(max(q_lens[b], 1), max_q);
+  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
+  const int q0 = q_start[b], rows = min(WG_ROWS, G * q_b - u * WG_ROWS);
+  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
+  if (rows <= 0 || s >= n_chunks) return; /* the same in the whole block */
+  const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
+
+  const size_t kv_stride = (size_t)kv_heads * HEAD_DIM;
+  const attn_bf16 *kg = k + (size_t)kvh * HEAD_DIM;
+  const attn_bf16 *vg = v + (size_t)kvh * HEAD_DIM;
+  const int *table = block_table + (size_t)b * max_blocks;
+
+  /* My rows: 16 warp + g and + 8 of the unit. */
+  int lim[2];
+  uint32_t bits[2];
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf)
+    wg_row_mask(&lim[hf], &bits[hf], u * WG_ROWS + warp * 16 + g + 8 * hf, G, q_b, n_b, j1, mask,
+                tree, q0);
+  const int lim_warp = __reduce_min_sync(0xffffffffu, min(lim[0], lim[1]));
+
+  wg_load_q(sq, q, q0, u, kvh, G, rows, heads);
+  cp_async_commit();
+  const int n_tiles = attn_cdiv(j1 - j0, WG_BN);
+  int pages[WG_ROWS_PER_THREAD]; /* of the next tile to copy */
+  for (int st = 0; st < WG_STAGES - 1; ++st) {
+    if (st < n_tiles) {
+      wg_pages(pages, table, shift, j0 + st * WG_BN, j1);
+      wg_load_tile(sring + st * 2 * WG_TILE_BYTES, sring + (st * 2 + 1) * WG_TILE_BYTES, kg, vg,
+                   kv_stride, pages, shift, j0 + st * WG_BN, j1);
+    }
+    cp_async_commit();
+  }
+  wg_pages(pages, table, shift, j0 + (WG_STAGES - 1) * WG_BN, j1);
+
+  float acc[WG_NO], row_m[2] = {-INFINITY, -INFINITY}, row_l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < WG_NO; ++i) acc[i] = 0.f;
+
+  int slot = 0;
+  for (int t = 0; t < n_tiles; ++t) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(WG_STAGES - 2));
+    fence_proxy_async(); /* my copies, ordered before the tensor cores read them */
+    __syncthreads();     /* every thread's copies of tile t; every thread is past tile t - 1 */
+    {
+      const int ahead = t + WG_STAGES - 1;
+      const int ws = slot == 0 ? WG_STAGES - 1 : slot - 1; /* tile t - 1's slot */
+      if (ahead < n_tiles) {
+        wg_load_tile(sring + ws * 2 * WG_TILE_BYTES, sring + (ws * 2 + 1) * WG_TILE_BYTES, kg, vg,
+                     kv_stride, pages, shift, j0 + ahead * WG_BN, j1);
+        wg_pages(pages, table, shift, j0 + (ahead + 1) * WG_BN, j1); /* used next tile */
+      }
+      cp_async_commit(); /* possibly empty: one group per tile */
+    }
+    const uint32_t sk = sring + slot * 2 * WG_TILE_BYTES, sv = sk + WG_TILE_BYTES;
+
+    float sc[WG_NS];
+#pragma unroll
+    for (int i = 0; i < WG_NS; ++i) sc[i] = 0.f;
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < WG_KS; ++ks) {
+      const uint32_t col = (ks & 3) * 32; /* bytes along the row, inside the panel */
+      const uint64_t da = wgmma_desc(sq + (ks >> 2) * WG_ROWS * 128 + col, 16, 1024);
+      const uint64_t db = wgmma_desc(sk + (ks >> 2) * WG_BN * 128 + col, 16, 1024);
+      wgmma_ss_n64(sc, da, db, ks > 0);
+    }
+    wgmma_commit();
+    wgmma_wait0();
+    reg_fence(sc, WG_NS);
+
+    uint32_t pa[WG_PK][4];
+    wg_softmax(sc, row_m, row_l, acc, pa, lim, bits, lim_warp, base, j1, j0 + t * WG_BN, t4,
+               scale_log2);
+
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < WG_PK; ++kk) {
+      const uint64_t dv = wgmma_desc(sv + kk * 16 * 128, WG_BN * 128, 1024);
+      WG_WGMMA_PV(acc, pa[kk], dv, 1);
+    }
+    wgmma_commit();
+    wgmma_wait0();
+    reg_fence(acc, WG_NO);
+    slot = slot + 1 == WG_STAGES ? 0 : slot + 1;
+  }
+  asm volatile("cp.async.wait_all;\n" ::);
+
+  /* O / l and the log-sum-exp of my two rows: into O when the sequence is one chunk, else into
+   * the chunk's partial state (fp32), merged by version 1's kernel. */
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = warp * 16 + g + 8 * hf, gr = u * WG_ROWS + r;
+    if (r >= rows) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f; /* a row that saw no key: O = 0 */
+    const float lse_r = l > 0.f ? (row_m[hf] + log2f(l)) * WG_LN2 : -INFINITY;
+    const size_t orow = ((size_t)q0 + gr / G) * heads + kvh * G + gr % G;
+    if (n_chunks == 1) {
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+        *(uint32_t *)(o + orow * HEAD_DIM + dt * 8 + t4 * 2) =
+            pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+      if (t4 == 0) lse[orow] = lse_r;
+    } else {
+      const size_t slot_r = ((((size_t)b * splits + s) * kv_heads + kvh) * units + u) * WG_ROWS + r;
+#pragma unroll
+      for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+        *(float2 *)(part_o + slot_r * HEAD_DIM + dt * 8 + t4 * 2) =
+            make_float2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
+      if (t4 == 0) part_lse[slot_r] = lse_r;
+    }
+  }
+}
+
+/** The launcher, l10_wg_d64() or _d128(): version 1's grid, chunks and workspace
+ * (l10_draft_chunk(), l10_draft_workspace_bytes()); its merge kernel after it when a sequence can
+ * be cut. See serving_decode.h. */
+extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
+  char err[160];
+  if (!st || !o || !lse || l10_step_check(st, err, sizeof err) != 0 || st->dim != HEAD_DIM ||
+      st->k_scale)
+    return cudaErrorInvalidValue;
+  int shift = 0;
+  while ((1 << shift) < st->block_size) ++shift;
+  const int units = l10_units_per_kv_head(st->heads, st->kv_heads, st->max_q);
+  const int chunk = l10_draft_chunk(st);
+  const int splits = attn_cdiv(st->max_seq_kv, chunk);
+  const long long blocks = (long long)st->batch * splits * st->kv_heads * units;
+  if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
+  const size_t need = l10_draft_workspace_bytes(st);
+  if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
+  const size_t n_units = (size_t)st->batch * st->kv_heads * units;
+  float *part_o = need ? (float *)workspace : NULL;
+  float *part_lse = part_o ? part_o + n_units * splits * WG_ROWS * HEAD_DIM : NULL;
+  static int smem_set = 0; /* once: a launch being captured makes no other CUDA call */
+  if (!smem_set) {
+    ATTN_TRY(cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  WG_SMEM_BYTES));
+    smem_set = 1;
+  }
+  WG_KERNEL<<<(unsigned)blocks, WG_THREADS, WG_SMEM_BYTES, stream>>>(
+      (const attn_bf16 *)st->q, (const attn_bf16 *)st->k_cache, (const attn_bf16 *)st->v_cache,
+      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, st->q_start, st->q_lens, st->tree,
+      st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks, shift,
+      (int)st->mask, st->scale * WG_LOG2E, units, splits, chunk);
+  ATTN_TRY_LAUNCH();
+  if (splits > 1) return WG_MERGE(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
+  return cudaSuccess;
+}
