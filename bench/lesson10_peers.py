@@ -67,8 +67,9 @@ column, and both are in the what text, with the block size):
                   torch tensors, k_scale and v_scale NULL (the bf16 cache), its workspace
                   (l10_draft_workspace_bytes: the chunks' partial states) allocated once per step
                   shape
-  l10-v4-wgmma    lesson 10's version 4 (l10_wg_d128 / _d64, sm_90a): version 1's step, workspace
-                  and check, one warpgroup a unit with wgmma; skipped with the reason elsewhere
+  l10-v4-wgmma    lesson 10's version 4 (l10_wg_d128 / _d64 / _d256, sm_90a): version 1's step and
+                  check, one warpgroup a unit with wgmma, its workspace l10_wg_workspace_bytes;
+                  skipped with the reason elsewhere
   l10-v2-fp8      lesson 10's version 2 (l10_fp8_d128 / _d64): the same step and Q over the FP8
                   pools, k_cache / v_cache their codes and k_scale / v_scale their scales, the
                   workspace sized by l10_draft_workspace_bytes with the scales set. Only the
@@ -284,6 +285,9 @@ def load_lib(path):
     lib.l10_step_check.argtypes = [sp, ctypes.POINTER(ctypes.c_char), sz]
     lib.l10_draft_workspace_bytes.restype = sz
     lib.l10_draft_workspace_bytes.argtypes = [sp]
+    if hasattr(lib, "l10_wg_workspace_bytes"):  # version 4 (a library from before it has none)
+        lib.l10_wg_workspace_bytes.restype = sz
+        lib.l10_wg_workspace_bytes.argtypes = [sp]
     for dim in (64, 128, 256):
         # (step, o, lse, workspace, workspace_bytes, stream) -> cudaError_t
         f = getattr(lib, f"l10_draft_d{dim}")
@@ -316,8 +320,6 @@ def wgmma_refusal(lib, dim):
     """Why version 4 cannot run here (not in the library, not built, not sm_90, or a head dimension
     it is not built for), or ''. Its launchers exist in every build; without sm_90a code they
     return cudaErrorNotSupported (801)."""
-    if dim not in (64, 128):
-        return "version 4 is built for head dimensions 64 and 128"
     if torch.cuda.get_device_capability() != (9, 0):
         return "version 4 is sm_90a code (wgmma): sm_90 GPUs only"
     try:
@@ -778,13 +780,15 @@ def measure_step(env, ctx, mask, t):
                    k_scale=None, v_scale=None)
     step = L10Step(**step_kw)
 
-    def draft_make(st, fname):
-        """(run, note) of a lesson 10 launcher (l10_draft_d* or l10_fp8_d*) on step st."""
+    def draft_make(st, fname, wg=False):
+        """(run, note) of a lesson 10 launcher (l10_draft_d*, l10_fp8_d* or, with wg, version 4's
+        l10_wg_d*, whose chunks and workspace are its own) on step st."""
         why = step_refusal(lib, st)
         if why:
             raise RuntimeError(f"l10_step_check refused the step: {why}")
         # after the scales are in the step: the workspace depends on them
-        ws_bytes = lib.l10_draft_workspace_bytes(ctypes.byref(st))
+        ws_fn = lib.l10_wg_workspace_bytes if wg else lib.l10_draft_workspace_bytes
+        ws_bytes = ws_fn(ctypes.byref(st))
         # the chunks' partial states; nothing is kept there between calls
         ws = torch.zeros(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
         fn, sp = getattr(lib, fname), ctypes.byref(st)
@@ -811,7 +815,7 @@ def measure_step(env, ctx, mask, t):
         env.out.row(impl=f"{name}-{mask}", what=what, check=f"skipped: {why}", **shape)
     else:
         res["wg"] = run_impl(env, chk, name, mask, o, what, shape, where, True,
-                             lambda: draft_make(step, f"l10_wg_d{dim}"), key, t)
+                             lambda: draft_make(step, f"l10_wg_d{dim}", wg=True), key, t)
 
     # lesson 10's version 2: the same step over the e4m3 copy of the pools (fp8_pools), its
     # figure the bytes it reads: codes and one fp32 scale per key row, K and V

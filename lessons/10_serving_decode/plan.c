@@ -7,15 +7,10 @@
 
 #include "serving_decode.h"
 
-int l10_draft_chunk(const l10_step *s) {
+/* The chunk for a kernel of which an SM holds @p per_sm blocks. */
+static int chunk_for(const l10_step *s, int per_sm) {
   const int units = l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
   const long long blocks = (long long)s->batch * s->kv_heads * units;
-  const int per_sm = s->k_scale ? (s->dim == 64    ? l10_fp8_per_sm_d64()
-                                   : s->dim == 128 ? l10_fp8_per_sm_d128()
-                                                   : l10_fp8_per_sm_d256())
-                                : (s->dim == 64    ? l10_draft_per_sm_d64()
-                                   : s->dim == 128 ? l10_draft_per_sm_d128()
-                                                   : l10_draft_per_sm_d256());
   const long long slots = (long long)l06_sm_count() * per_sm;
   /* l06_num_splits(): one wave of blocks, chunks of at least L06_MIN_CHUNK keys */
   const int splits =
@@ -38,14 +33,37 @@ int l10_draft_chunk(const l10_step *s) {
   return l06_chunk_len(s->max_seq_kv, best);
 }
 
-size_t l10_draft_workspace_bytes(const l10_step *s) {
-  const int chunk = l10_draft_chunk(s);
+int l10_draft_chunk(const l10_step *s) {
+  return chunk_for(s, s->k_scale ? (s->dim == 64    ? l10_fp8_per_sm_d64()
+                                    : s->dim == 128 ? l10_fp8_per_sm_d128()
+                                                    : l10_fp8_per_sm_d256())
+                                 : (s->dim == 64    ? l10_draft_per_sm_d64()
+                                    : s->dim == 128 ? l10_draft_per_sm_d128()
+                                                    : l10_draft_per_sm_d256()));
+}
+
+/* The bytes of the chunks' partial states for chunks of @p chunk keys. */
+static size_t workspace_for(const l10_step *s, int chunk) {
   const int splits = (s->max_seq_kv + chunk - 1) / chunk;
   if (splits <= 1) return 0;
   const size_t units =
       (size_t)s->batch * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
   /* O and the log-sum-exp of every (unit, chunk, row) */
   return units * (size_t)splits * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float);
+}
+
+size_t l10_draft_workspace_bytes(const l10_step *s) {
+  return workspace_for(s, l10_draft_chunk(s));
+}
+
+int l10_wg_chunk(const l10_step *s) {
+  return chunk_for(s, s->dim == 64    ? l10_wg_per_sm_d64()
+                      : s->dim == 128 ? l10_wg_per_sm_d128()
+                                      : l10_wg_per_sm_d256());
+}
+
+size_t l10_wg_workspace_bytes(const l10_step *s) {
+  return workspace_for(s, l10_wg_chunk(s));
 }
 
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
@@ -74,6 +92,20 @@ cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
   (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
   return cudaErrorNotSupported;
 }
+cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                        size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+int l10_wg_per_sm_d64(void) {
+  return 0;
+}
+int l10_wg_per_sm_d128(void) {
+  return 0;
+}
+int l10_wg_per_sm_d256(void) {
+  return 0;
+}
 #endif
 
 cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
@@ -81,6 +113,7 @@ cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size
   if (!s) return cudaErrorInvalidValue;
   if (s->dim == 64) return l10_wg_d64(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 128) return l10_wg_d128(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 256) return l10_wg_d256(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
 }
 

@@ -144,29 +144,50 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
  *  workspace), merge every row's chunks into O and lse. @p units, @p splits and @p chunk are the
  *  launch's (l10_units_per_kv_head(), l10_draft_chunk()).
  *  @{ */
+/** The merge at head dimension 64. */
 cudaError_t l10_draft_merge_d64(const l10_step *s, const float *part_o, const float *part_lse,
                                 void *o, float *lse, int units, int splits, int chunk,
                                 cudaStream_t stream);
+/** The same, head dimension 128. */
 cudaError_t l10_draft_merge_d128(const l10_step *s, const float *part_o, const float *part_lse,
                                  void *o, float *lse, int units, int splits, int chunk,
                                  cudaStream_t stream);
+/** The same, head dimension 256. */
 cudaError_t l10_draft_merge_d256(const l10_step *s, const float *part_o, const float *part_lse,
                                  void *o, float *lse, int units, int splits, int chunk,
                                  cudaStream_t stream);
 /** @} */
 
 /** @name Version 4's launchers (sm_90a: one warpgroup a unit, wgmma)
- *  The same step, outputs, workspace (l10_draft_workspace_bytes()) and errors as version 1's
- *  launchers; a bf16 cache, head dimensions 64 and 128. In a build without sm_90a code (CMake's
- *  ATTN_ARCHS_HOPPER) they return cudaErrorNotSupported.
+ *  The same step, outputs and errors as version 1's launchers, its own chunk and workspace
+ *  (l10_wg_chunk(), l10_wg_workspace_bytes(): version 4's blocks per SM fill the GPU); a bf16
+ *  cache. In a build without sm_90a code (CMake's ATTN_ARCHS_HOPPER) they return
+ *  cudaErrorNotSupported, and the occupancy queries 0.
  *  @{ */
+/** Version 4 at head dimension 64. */
 cudaError_t l10_wg_d64(const l10_step *s, void *o, float *lse, void *workspace,
                        size_t workspace_bytes, cudaStream_t stream);
+/** The same, head dimension 128. */
 cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
                         size_t workspace_bytes, cudaStream_t stream);
+/** The same, head dimension 256. */
+cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                        size_t workspace_bytes, cudaStream_t stream);
+/** Blocks of version 4's kernel one SM holds, head dimension 64 (0 without a device, on a GPU
+ * that cannot run it, or where it was not built). */
+int l10_wg_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l10_wg_per_sm_d128(void);
+/** The same, head dimension 256. */
+int l10_wg_per_sm_d256(void);
 /** @} */
 
-/** Version 4 for head dimension s->dim (64 or 128; cudaErrorInvalidValue for others). */
+/** Version 4's chunk: l10_draft_chunk()'s rule with version 4's blocks per SM. */
+int l10_wg_chunk(const l10_step *s);
+/** Bytes of version 4's workspace for this step (0 when no sequence can be cut into chunks). */
+size_t l10_wg_workspace_bytes(const l10_step *s);
+
+/** Version 4 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
                    cudaStream_t stream);
 
@@ -307,6 +328,8 @@ typedef struct l10_cascade {
   l10_step prefix; /**< the shared pages, no mask; batch 0 when nobody shares */
   l10_step suffix; /**< every sequence over its own pages, with the step's mask */
   int total_q;     /**< packed query rows of the step (both passes write into these rows) */
+  int prefix_wg;   /**< 1: the prefix pass runs on version 4 (built, and this GPU runs it); 0:
+                        on version 1 */
 } l10_cascade;
 
 /** The plan's arrays on the device (l10_cascade_upload()). */

@@ -48,6 +48,11 @@
  * error of O is version 1's and one more bf16 rounding: the partial states are bf16 (rel_l2 2.4e-3
  * against 1.8e-3 for version 1 on the same rows).
  *
+ * Since then: the prefix pass runs on version 4 (l10_wg(), one warpgroup a unit of 64 rows on
+ * wgmma) where it is built and the GPU runs it (l10_cascade_make() sets prefix_wg), version 1
+ * elsewhere: 0.111 ms at the shape above, 4.39x lesson 07's version 5 (h200-l10cascade-2026-11-26);
+ * the cascade must still read 268 MB there, so the memory allows at most 8.7x.
+ *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
  * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
  * `./run 6` with the same arguments is lesson 07's version 5 on that cache).
@@ -69,7 +74,9 @@ static size_t cascade_state_bytes(const l10_cascade *c) {
 }
 
 extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
-  const size_t pre = c->prefix.batch > 0 ? l10_draft_workspace_bytes(&c->prefix) : 0;
+  const size_t pre = c->prefix.batch <= 0 ? 0
+                     : c->prefix_wg       ? l10_wg_workspace_bytes(&c->prefix)
+                                          : l10_draft_workspace_bytes(&c->prefix);
   const size_t suf = l10_draft_workspace_bytes(&c->suffix);
   return cascade_state_bytes(c) + (pre > suf ? pre : suf);
 }
@@ -119,7 +126,8 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
   void *pass_ws = ws + state;
   const size_t pass_bytes = workspace_bytes - state;
   if (c->prefix.batch > 0)
-    ATTN_TRY(l10_draft(&c->prefix, o_pre, lse_pre, pass_ws, pass_bytes, stream));
+    ATTN_TRY((c->prefix_wg ? l10_wg : l10_draft)(&c->prefix, o_pre, lse_pre, pass_ws, pass_bytes,
+                                                 stream));
   ATTN_TRY(l10_draft(&c->suffix, o, lse, pass_ws, pass_bytes, stream));
   if (c->prefix.batch > 0) { /* 8 warps a block */
     const long long warps = (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads;

@@ -14,8 +14,9 @@
  *  - S = Q K^T: m64n64k16 `wgmma` with both operands in shared memory; O += P V: P from
  *    registers (the accumulator's layout is the A fragment's), V through an MN-major descriptor;
  *  - no key streams and no merge of the warps' states at the end: every row has one state;
- *  - sm_90a only, built where the build has lesson 05 (whose hopper.cuh it uses), head
- *    dimensions 64 and 128; the chunks, the workspace and the merge kernel are version 1's.
+ *  - sm_90a only, built where the build has lesson 05 (whose hopper.cuh it uses); at dim 256 the
+ *    tiles are 32 keys (S is m64n32, P V m64n256), so that two blocks fit an SM; the chunks are
+ *    cut by version 1's rule for version 4's blocks per SM, and version 1's kernel merges them.
  *
  * Why: with 16 draft tokens at 32/8 heads a unit is four 16-row tiles, and version 1's four
  * warps each read all four 16-key tiles of a step for their own 16 rows (16 mma.sync per tile
@@ -29,16 +30,16 @@
  * tensor-core cycles of wgmma.
  *
  * Measured: H200, 2026-11-26 (docs/results/h200-l10h-2026-11-26/bench.log, causal, 32/8 heads,
- * batch 1-64, 4k-128k keys): dim 128, 16 tokens at 0.94-0.99x version 1's one-token rate (version
- * 1: 0.62-0.82x), 1.22-1.56x version 1; 8 tokens 0.97-1.04x; batch 1, 32k keys, 8 tokens 3.03
- * TB/s (version 1: 2.77). Dim 64, 16 tokens 0.77-1.00x (1.27-1.53x version 1), but at batch 64
- * with 1-8 tokens 0.71-0.81x version 1's speed (not measured apart).
+ * batch 1-64, 4k-128k keys), over version 1's one-token rate: 16 tokens at 0.89-0.98x at dim 128
+ * (version 1: 0.63-0.82x), 0.94-1.09x at dim 256 (version 1: 0.52-0.64x), 0.76-1.02x at dim 64;
+ * 1.20-1.94x version 1's speed at 16 tokens. Dim 256 at 0.90-1.44x dim 128's rate. Batch 1, 32k
+ * keys, 8 tokens: 3.02 TB/s (version 1: 2.77). With one token at dim 64, 0.88-1.01x version 1.
  *
  * Run: `./run 7 --seq 16`, `./run 7 --batch 16 --kv-seq 32768 --seq 16 --causal`.
  */
 // clang-format on
-/* Built twice by CMake (lessons/10_serving_decode/CMakeLists.txt, for sm_90a only), with
- * -DHEAD_DIM=64 and -DHEAD_DIM=128. */
+/* Built three times by CMake (lessons/10_serving_decode/CMakeLists.txt, for sm_90a only), with
+ * -DHEAD_DIM=64, 128 and 256. */
 #ifndef HEAD_DIM
 #error "HEAD_DIM is not set: CMake builds this file once per head dimension with -DHEAD_DIM=N"
 #endif
@@ -51,8 +52,10 @@
 #include "hopper.cuh"       /* lesson 05: wgmma and its descriptors (USES 5) */
 #include "serving_decode.h"
 
-#define WG_THREADS 128                       /**< one warpgroup */
-#define WG_BN 64                             /**< keys per tile: the N of S */
+#define WG_THREADS 128 /**< one warpgroup */
+/** Keys per tile, the N of S: 64, and 32 at dim 256, where a 64-key tile of K and V would take
+ * 64 KiB and two blocks would not fit an SM. */
+#define WG_BN (HEAD_DIM == 256 ? 32 : 64)
 #define WG_ROWS L10_UNIT_ROWS                /**< group rows of a unit: the M of one wgmma */
 #define WG_KS (HEAD_DIM / 16)                /**< k-steps of S = Q K^T */
 #define WG_PK (WG_BN / 16)                   /**< k-steps of O += P V */
@@ -61,8 +64,9 @@
 #define WG_CHUNKS (HEAD_DIM / 8)             /**< 16-byte chunks per key row */
 #define WG_TILE_BYTES (WG_BN * HEAD_DIM * 2) /**< one K or V tile */
 #define WG_Q_BYTES (WG_ROWS * HEAD_DIM * 2)  /**< the unit's Q tile */
-/** The ring: two blocks per SM at dim 128 (16 + 3 x 32 KiB), three at dim 64 (8 + 4 x 16 KiB). */
-#define WG_STAGES (HEAD_DIM == 64 ? 4 : 3)
+/** The ring: three blocks per SM at dim 64 (8 + 4 x 16 KiB), two at dim 128 (16 + 3 x 32 KiB)
+ * and at dim 256 (32 + 2 x 32 KiB). */
+#define WG_STAGES (HEAD_DIM == 64 ? 4 : HEAD_DIM == 128 ? 3 : 2)
 #define WG_MIN_BLOCKS (HEAD_DIM == 64 ? 3 : 2) /**< blocks per SM the kernel is compiled for */
 /** Dynamic shared memory: Q, the ring of K and V tiles, and 1024 bytes to align the start to a
  * swizzle atom. */
@@ -74,14 +78,82 @@
 #define WG_CAT_(a, b) a##b
 /** `a` and the value of `b` pasted into one name. */
 #define WG_CAT(a, b) WG_CAT_(a, b)
-/** This build's kernel: l10_wg_kernel_d64 or _d128. */
+/** This build's kernel: l10_wg_kernel_d64, _d128 or _d256. */
 #define WG_KERNEL WG_CAT(l10_wg_kernel_d, HEAD_DIM)
-/** This build's launcher: l10_wg_d64() or _d128(), in serving_decode.h. */
+/** This build's launcher: l10_wg_d64(), _d128() or _d256(), in serving_decode.h. */
 #define WG_LAUNCH WG_CAT(l10_wg_d, HEAD_DIM)
+/** This build's occupancy query: l10_wg_per_sm_d64(), _d128() or _d256(). */
+#define WG_PER_SM WG_CAT(l10_wg_per_sm_d, HEAD_DIM)
 /** Version 1's merge of the chunks, for this head dimension. */
 #define WG_MERGE WG_CAT(l10_draft_merge_d, HEAD_DIM)
+
+#if HEAD_DIM == 256 /* the two shapes only dim 256 uses */
+/** D (+)= A B, m64n32k16, A and B from shared memory, both K-major (lesson 05's wgmma_ss_n64()
+ * with half the columns; dim 256's 32-key tiles). */
+static __device__ __forceinline__ void wg_ss_n32(float d[16], uint64_t desc_a, uint64_t desc_b,
+                                                 int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "%16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/** D (+)= A B, m64n256k16, A from registers (mma.sync's A fragment), B from shared memory,
+ * MN-major (lesson 05's wgmma_rs_n128() with twice the columns: O += P V at dim 256). */
+static __device__ __forceinline__ void wg_rs_n256(float d[128], const uint32_t a[4],
+                                                  uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
+      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
+      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
+      "%56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, "
+      "%74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, "
+      "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, "
+      "%108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+      "%123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
+        "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]),
+        "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]),
+        "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),
+        "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]),
+        "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]),
+        "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]),
+        "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#endif
+
+/** S = Q K^T for one k-step: N = WG_BN keys, both operands from shared memory. */
+#if WG_BN == 64
+#define WG_WGMMA_S wgmma_ss_n64
+#else
+#define WG_WGMMA_S wg_ss_n32
+#endif
 /** O += P V for one k-step: N = HEAD_DIM, A from registers, B MN-major. */
+#if HEAD_DIM == 256
+#define WG_WGMMA_PV wg_rs_n256
+#else
 #define WG_WGMMA_PV WG_CAT(wgmma_rs_n, HEAD_DIM)
+#endif
 
 #define WG_ROWS_PER_THREAD (WG_BN * WG_CHUNKS / WG_THREADS) /**< key rows a thread copies */
 
@@ -225,7 +297,7 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
  *     for each tile t:
  *       cp.async.wait_group WG_STAGES - 2; fence.proxy.async; __syncthreads()
  *       cp.async tile t + WG_STAGES - 1 into the slot of tile t - 1; commit
- *       S = Q K_t^T        WG_KS wgmma m64n64k16 from shared memory; wait
+ *       S = Q K_t^T        WG_KS wgmma m64n{WG_BN}k16 from shared memory; wait
  *       online softmax     mask when a row of the warp does not see the whole tile; P -> bf16
  *       O += P V_t         WG_PK wgmma m64nDk16, P from registers; wait
  *     O / l and lse per row -> O (one chunk) or the partial states, merged by version 1's kernel
@@ -323,7 +395,7 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
       const uint32_t col = (ks & 3) * 32; /* bytes along the row, inside the panel */
       const uint64_t da = wgmma_desc(sq + (ks >> 2) * WG_ROWS * 128 + col, 16, 1024);
       const uint64_t db = wgmma_desc(sk + (ks >> 2) * WG_BN * 128 + col, 16, 1024);
-      wgmma_ss_n64(sc, da, db, ks > 0);
+      WG_WGMMA_S(sc, da, db, ks > 0);
     }
     wgmma_commit();
     wgmma_wait0();
@@ -375,9 +447,25 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
   }
 }
 
-/** The launcher, l10_wg_d64() or _d128(): version 1's grid, chunks and workspace
- * (l10_draft_chunk(), l10_draft_workspace_bytes()); its merge kernel after it when a sequence can
- * be cut. See serving_decode.h. */
+/** Blocks of the kernel one SM holds, queried once; 0 without a device. */
+extern "C" int WG_PER_SM(void) {
+  static int per_sm = 0;
+  if (per_sm > 0) return per_sm;
+  int n = 0;
+  if (cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES) !=
+          cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, WG_KERNEL, WG_THREADS, WG_SMEM_BYTES) !=
+          cudaSuccess) {
+    (void)cudaGetLastError(); /* no device: leave no error behind */
+    return 0;
+  }
+  per_sm = n;
+  return n;
+}
+
+/** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its chunks cut for version
+ * 4's blocks per SM (l10_wg_chunk(), l10_wg_workspace_bytes()); version 1's merge kernel after it
+ * when a sequence can be cut. See serving_decode.h. */
 extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
@@ -387,11 +475,11 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int shift = 0;
   while ((1 << shift) < st->block_size) ++shift;
   const int units = l10_units_per_kv_head(st->heads, st->kv_heads, st->max_q);
-  const int chunk = l10_draft_chunk(st);
+  const int chunk = l10_wg_chunk(st);
   const int splits = attn_cdiv(st->max_seq_kv, chunk);
   const long long blocks = (long long)st->batch * splits * st->kv_heads * units;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
-  const size_t need = l10_draft_workspace_bytes(st);
+  const size_t need = l10_wg_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
   const size_t n_units = (size_t)st->batch * st->kv_heads * units;
   float *part_o = need ? (float *)workspace : NULL;

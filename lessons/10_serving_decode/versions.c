@@ -98,7 +98,6 @@ static const char *supports(const attn_problem *p, int row) {
     if (p->seq_q > L06_MAX_SEQ_Q) return "lesson 07's kernels take 1..8 query tokens";
     if (p->dim == 256) return "lesson 07's kernels are built for head dimensions 64 and 128";
   }
-  if (row == ROW_WG && p->dim == 256) return "version 4 is built for head dimensions 64 and 128";
   if (row == ROW_FP8 && p->block_size < L10_FP8_MIN_BLOCK) {
     snprintf(why, sizeof why, "an FP8 cache needs pages of at least %d tokens (--block-size)",
              L10_FP8_MIN_BLOCK);
@@ -333,6 +332,7 @@ static cudaError_t setup(void **state, const attn_setup_ctx *ctx, const char **s
       row == ROW_L07 || row == ROW_L07_FORK
           ? l07_paged_workspace_bytes(5, B, H, p->kv_heads, p->seq_q, p->seq_kv, p->kv_lens, D)
       : row == ROW_CASCADE ? l10_cascade_workspace_bytes(&s->casc)
+      : row == ROW_WG      ? l10_wg_workspace_bytes(st)
                            : l10_draft_workspace_bytes(st);
   if (s->ws_bytes) {
     ATTN_TRY(cudaMalloc(&s->d_ws, s->ws_bytes));
