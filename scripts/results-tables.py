@@ -14,7 +14,8 @@ whole run.
 Layout (docs/results/README.md describes it): lessons.csv, peers.csv, ncu.txt, gpu-suite.log,
 nvidia-smi.txt, accuracy-lesson09.csv and memory-lesson09.csv (bench/lesson09_peers.py's other two
 tables). A folder without lessons.csv is read only where a region names it (a transcript run: its
-gpu-suite.log) and is never a lesson's newest folder. A figure
+gpu-suite.log; programs' output, NAME-run.log; a bench's output, bench.log) and is never a
+lesson's newest folder. A figure
 whose file is missing is written as a placeholder that says which suite phase produces it.
 
 A region is every line between two markers in README.md, lessons/*/README.md or lessons/*/NOTES.md

@@ -33,7 +33,7 @@
  * batch 1-64, 4k-128k keys), over version 1's one-token rate: 16 tokens at 0.89-0.98x at dim 128
  * (version 1: 0.63-0.82x), 0.94-1.09x at dim 256 (version 1: 0.52-0.64x), 0.76-1.02x at dim 64;
  * 1.20-1.94x version 1's speed at 16 tokens. Dim 256 at 0.90-1.44x dim 128's rate. Batch 1, 32k
- * keys, 8 tokens: 3.02 TB/s (version 1: 2.77). With one token at dim 64, 0.88-1.01x version 1.
+ * keys, 8 tokens: 3.02 TB/s (version 1: 2.78). With one token at dim 64, 0.88-1.01x version 1.
  *
  * Run: `./run 7 --seq 16`, `./run 7 --batch 16 --kv-seq 32768 --seq 16 --causal`.
  */

@@ -125,11 +125,12 @@ class Archive:
         # of some lessons, kept for the README's transcripts (a region names it in its marker);
         # it is never any lesson's newest folder (newest_folder() needs lessons.csv). So is one
         # that holds only programs' output, saved as NAME-run.log (a region that names the folder
-        # reads it with program_run()).
+        # reads it with program_run()), or a bench script's printed output, bench.log.
         self.runs = {os.path.basename(x)[:-len("-run.log")]: x
                      for x in sorted(glob.glob(os.path.join(self.folder, "*-run.log")))}
         if not os.path.exists(path) and not self.runs and \
-                not os.path.exists(os.path.join(self.folder, "gpu-suite.log")):
+                not os.path.exists(os.path.join(self.folder, "gpu-suite.log")) and \
+                not os.path.exists(os.path.join(self.folder, "bench.log")):
             raise SystemExit(f"results-tables: {self.rel}/lessons.csv is missing")
         self.lessons = []
         with open(path if os.path.exists(path) else os.devnull, newline="") as f:

@@ -1,5 +1,6 @@
 """Lesson 10's regions: its renderers and the helpers they share (the top README's headline reads
 l10_peer_rows and l10_peer_ranges)."""
+import os
 import re
 from .core import NO_PEERS, NO_RUN, att, esc, f, pc, ratio, seq_label, source, span, table, \
     xs
@@ -440,8 +441,72 @@ def r_l10_serve(a, ctx):
     return "\n".join(out)
 
 
+def l10_bench_lines(a):
+    """The measurement lines of bench.log (bench/lesson10_peers.py's output, kept as it printed
+    it): {(impl, dim, batch, seq_kv, tokens): (TB/s, vs_one_token or None)}; None without the
+    file."""
+    path = os.path.join(a.folder, "bench.log")
+    if not os.path.exists(path):
+        return None
+    rows = {}
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            m = re.match(r"^l10 impl=(\S+) dim=(\d+) batch=(\d+) seq_kv=(\d+) tokens=(\d+) "
+                         r"mask=\S+ us=[\d.]+ tbs=([\d.]+) ", line)
+            if m:
+                one = re.search(r" vs_one_token=([\d.]+)", line)
+                key = (m.group(1),) + tuple(int(m.group(i)) for i in range(2, 6))
+                rows[key] = (float(m.group(6)), float(one.group(1)) if one else None)
+    return rows
+
+
+def r_l10_wgmma(a, ctx):
+    """Version 4 beside version 1 on the same steps (bench.log of a development bench run: no
+    peers.csv), each over version 1's one-token rate, by head dimension and draft tokens."""
+    src = source(a, ["bench.log"])
+    rows = l10_bench_lines(a)
+    v1, v4 = "l10-v1-draft", "l10-v4-wgmma"
+    if not rows or not any(k[0] == v4 for k in rows):
+        return src + "\n\nVersion 4 beside version 1: " + NO_PEERS + "."
+
+    def rng(xs, nd=2):
+        if not xs:
+            return "-"
+        lo, hi = f"{min(xs):.{nd}f}", f"{max(xs):.{nd}f}"
+        return lo if lo == hi else f"{lo}-{hi}"
+    out, dims = [], sorted({k[1] for k in rows if k[0] == v4}, key=lambda d: (d != 128, -d))
+    batches = sorted({k[2] for k in rows if k[0] == v4})
+    kvs = sorted({k[3] for k in rows if k[0] == v4})
+    for d in dims:
+        for t in sorted({k[4] for k in rows if k[0] == v4 and k[1] == d}):
+            ks = [k for k in rows if k[0] == v4 and k[1] == d and k[4] == t]
+            one = [rows[k][1] for k in ks if rows[k][1] is not None]
+            big = [rows[k][1] for k in ks if rows[k][1] is not None and k[2] >= 16 and k[3] >= 32768]
+            base = [rows[(v1,) + k[1:]][1] for k in ks if (v1,) + k[1:] in rows and
+                    rows[(v1,) + k[1:]][1] is not None]
+            sp = [rows[k][0] / rows[(v1,) + k[1:]][0] for k in ks if (v1,) + k[1:] in rows]
+            out.append([str(d), str(t), rng(base), rng(one), rng(big), rng(sp) + "x"])
+    lines = [src, "",
+             f"Causal, 32/8 heads, batch {', '.join(str(b) for b in batches)} and "
+             f"{', '.join(seq_label(x) for x in kvs)} keys: each figure over version 1's one-token "
+             "rate at the same batch and length (the bench's `vs_one_token`); the last column is "
+             "version 4's speed over version 1's on the same steps:", "",
+             table(["dim", "tokens", "version 1", "version 4",
+                    "version 4 at batch 16 and more, 32k keys and more", "version 4 / version 1"],
+                   out)]
+    d256 = [rows[k][0] / rows[(v4, 128) + k[2:]][0] for k in rows
+            if k[0] == v4 and k[1] == 256 and (v4, 128) + k[2:] in rows]
+    if d256:
+        lines += ["", f"Version 4 at dim 256 over version 4 at dim 128, step by step: {rng(d256)}x."]
+    b1 = rows.get((v4, 128, 1, 32768, 8)), rows.get((v1, 128, 1, 32768, 8))
+    if b1[0] and b1[1]:
+        lines += [f"Batch 1, 32k keys, 8 tokens, dim 128: version 4 {b1[0][0]:.2f} TB/s, version 1 "
+                  f"{b1[1][0]:.2f} TB/s."]
+    return "\n".join(lines)
+
+
 # The regions this module writes: NAME of `<!-- results:NAME -->` -> its renderer.
 RENDERERS = {
     "l10-default": r_l10_default, "l10-runs": r_l10_runs, "l10-peers": r_l10_peers,
-    "l10-cascade": r_l10_cascade, "l10-serve": r_l10_serve,
+    "l10-cascade": r_l10_cascade, "l10-serve": r_l10_serve, "l10-wgmma": r_l10_wgmma,
 }
