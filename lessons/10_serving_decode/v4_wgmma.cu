@@ -20,13 +20,14 @@
  *
  * Why: with 16 draft tokens at 32/8 heads a unit is four 16-row tiles, and version 1's four
  * warps each read all four 16-key tiles of a step for their own 16 rows (16 mma.sync per tile
- * and row tile for S, 16 for P V), 0.75-0.80x the one-token rate: past the memory's speed, the
+ * and row tile for S, 16 for P V), 0.63-0.82x the one-token rate: short of the memory's speed, the
  * warps' chains of dependent mma.sync set the pace. One wgmma does a 64 x 64 x 16 product for the
  * whole warpgroup from shared memory, and the tensor cores need about 512 cycles per 64-key tile
- * at dim 128 (S and P V), against about 1300 cycles of HBM time per SM for its 32 KiB.
+ * at dim 128 (S and P V), against about 1800 cycles of HBM time per SM for its 32 KiB (4.8 TB/s
+ * over 132 SMs at 1.98 GHz is 18 bytes a cycle).
  *
  * Prediction: 16 draft tokens at the memory's speed, near the one-token rate: a 64-key tile at
- * dim 128 is 32 KiB, which an SM's share of HBM brings in about 1700 cycles, and about 512
+ * dim 128 is 32 KiB, which an SM's share of HBM brings in about 1800 cycles, and about 512
  * tensor-core cycles of wgmma.
  *
  * Measured: H200, 2026-11-26 (docs/results/h200-l10h-2026-11-26/bench.log, causal, 32/8 heads,
