@@ -61,7 +61,7 @@
 #define WG_KS (HEAD_DIM / 16)                /**< k-steps of S = Q K^T */
 #define WG_PK (WG_BN / 16)                   /**< k-steps of O += P V */
 #define WG_NO (HEAD_DIM / 2)                 /**< O floats per thread: 64 x dim / 128 */
-#define WG_NS (WG_BN / 2)                    /**< S floats per thread: 64 x 64 / 128 */
+#define WG_NS (WG_BN / 2)                    /**< S floats per thread: 64 x WG_BN / 128 */
 #define WG_CHUNKS (HEAD_DIM / 8)             /**< 16-byte chunks per key row */
 #define WG_TILE_BYTES (WG_BN * HEAD_DIM * 2) /**< one K or V tile */
 #define WG_Q_BYTES (WG_ROWS * HEAD_DIM * 2)  /**< the unit's Q tile */
@@ -171,8 +171,8 @@ static __device__ __forceinline__ void wg_pages(int pages[WG_ROWS_PER_THREAD],
   }
 }
 
-/** The copies of the tile of keys key0 .. key0 + 63 into the K and V buffers at @p sk and @p sv,
- * 128-byte swizzled: 64 rows x WG_CHUNKS 16-byte chunks each, thread i taking chunk idx %
+/** The copies of the tile of keys key0 .. key0 + WG_BN - 1 into the K and V buffers at @p sk and @p
+ * sv, 128-byte swizzled: WG_BN rows x WG_CHUNKS 16-byte chunks each, thread i taking chunk idx %
  * WG_CHUNKS of row idx / WG_CHUNKS for idx = i, i + 128, ..., its rows' pages in @p pages
  * (wg_pages()); rows at or past @p end zero-filled (their scores are masked). */
 static __device__ __forceinline__ void wg_load_tile(uint32_t sk, uint32_t sv, const attn_bf16 *kg,
@@ -221,7 +221,7 @@ static __device__ __forceinline__ void wg_row_mask(int *lim, uint32_t *bits, int
     *lim = min(j1, base), *bits = __ldg(tree + q0 + i) & ((1u << q_b) - 1u);
 }
 
-/** The online softmax of my two rows (g and g + 8 of my warp's 16) over one 64-key tile from
+/** The online softmax of my two rows (g and g + 8 of my warp's 16) over one tile of WG_BN keys from
  * @p key0: the accumulator's layout is mma.sync's per n8 block, s[4 nt + e] being row g + 8 (e /
  * 2), key key0 + 8 nt + 2 t4 + e % 2. The mask only when some row of the warp does not see the
  * whole tile (a branch the warp takes together); O rescaled when a row of the warp has a new
