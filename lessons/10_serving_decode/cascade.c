@@ -139,11 +139,7 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *p,
   /* The prefix pass is prefill-shaped (the draft tokens of every forked sequence over one set of
    * keys): version 4's warpgroup where it runs (its occupancy query is 0 where it was not built or
    * the GPU cannot run sm_90a code), version 1 elsewhere. */
-  const int wg_per_sm = s->dim == 64    ? l10_wg_per_sm_d64()
-                        : s->dim == 128 ? l10_wg_per_sm_d128()
-                        : s->dim == 256 ? l10_wg_per_sm_d256()
-                                        : 0;
-  c->prefix_wg = !s->k_scale && wg_per_sm > 0;
+  c->prefix_wg = !s->k_scale && l10_wg_per_sm(s->dim) > 0;
 }
 
 int l10_cascade_cpu(const l10_step *s, int chunk, const float *q, const int *q_start,

@@ -56,10 +56,15 @@ size_t l10_draft_workspace_bytes(const l10_step *s) {
   return workspace_for(s, l10_draft_chunk(s));
 }
 
+int l10_wg_per_sm(int dim) {
+  return dim == 64    ? l10_wg_per_sm_d64()
+         : dim == 128 ? l10_wg_per_sm_d128()
+         : dim == 256 ? l10_wg_per_sm_d256()
+                      : 0;
+}
+
 int l10_wg_chunk(const l10_step *s) {
-  return chunk_for(s, s->dim == 64    ? l10_wg_per_sm_d64()
-                      : s->dim == 128 ? l10_wg_per_sm_d128()
-                                      : l10_wg_per_sm_d256());
+  return chunk_for(s, l10_wg_per_sm(s->dim));
 }
 
 size_t l10_wg_workspace_bytes(const l10_step *s) {

@@ -212,6 +212,17 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
     snprintf(err, err_len, "serving loop: bad configuration");
     return -1;
   }
+  if (cfg->wgmma && (cfg->fp8 || l10_wg_per_sm(cfg->dim) <= 0)) {
+    snprintf(err, err_len,
+             "serving loop: version 4 reads a bf16 cache only, and runs only where "
+             "it was built (sm_90a) on an sm_90 GPU");
+    return -1;
+  }
+  /* The decode of every step: version 2 over the FP8 cache, version 4 or version 1 over bf16. */
+  cudaError_t (*const decode)(const l10_step *, void *, float *, void *, size_t, cudaStream_t) =
+      cfg->fp8     ? l10_fp8
+      : cfg->wgmma ? l10_wg
+                   : l10_draft;
   sloop L;
   memset(&L, 0, sizeof L);
   L.cfg = cfg;
@@ -304,7 +315,7 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
   st.mask = L10_MASK_CAUSAL, st.scale = 1.0f / sqrtf((float)D);
   st.k_scale = L.kscale, st.v_scale = L.vscale;
   if (l10_step_check(&st, err, err_len) != 0) goto done;
-  const size_t ws_bytes = l10_draft_workspace_bytes(&st);
+  const size_t ws_bytes = cfg->wgmma ? l10_wg_workspace_bytes(&st) : l10_draft_workspace_bytes(&st);
   if (ws_bytes) SV_TRY(cudaMalloc(&d_ws, ws_bytes));
   for (int b = 0; b < B; ++b) qstart[b] = b * T, qlens[b] = 1, lens[b] = 1;
   for (size_t x = 0; x < (size_t)B * L.max_blocks; ++x) table[x] = 0;
@@ -317,13 +328,11 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
   SV_TRY(cudaDeviceSynchronize()); /* the setup's memsets, before the loop's own stream */
   /* One launch on that empty step before anything is captured: the launcher's one-time setup
    * (the kernel's shared-memory limit, the occupancy query) is not a launch a graph could hold. */
-  SV_TRY(cfg->fp8 ? l10_fp8(&st, d_o, d_lse, d_ws, ws_bytes, L.stream)
-                  : l10_draft(&st, d_o, d_lse, d_ws, ws_bytes, L.stream));
+  SV_TRY(decode(&st, d_o, d_lse, d_ws, ws_bytes, L.stream));
   SV_TRY(cudaStreamSynchronize(L.stream));
   if (cfg->graph) {
     SV_TRY(cudaStreamBeginCapture(L.stream, cudaStreamCaptureModeGlobal));
-    e = cfg->fp8 ? l10_fp8(&st, d_o, d_lse, d_ws, ws_bytes, L.stream)
-                 : l10_draft(&st, d_o, d_lse, d_ws, ws_bytes, L.stream);
+    e = decode(&st, d_o, d_lse, d_ws, ws_bytes, L.stream);
     const cudaError_t e2 = cudaStreamEndCapture(L.stream, &graph);
     SV_TRY(e);
     SV_TRY(e2);
@@ -408,8 +417,7 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
         SV_TRY(cudaGraphLaunch(exec, L.stream));
         out->replays++;
       } else {
-        SV_TRY(cfg->fp8 ? l10_fp8(&st, d_o, d_lse, d_ws, ws_bytes, L.stream)
-                        : l10_draft(&st, d_o, d_lse, d_ws, ws_bytes, L.stream));
+        SV_TRY(decode(&st, d_o, d_lse, d_ws, ws_bytes, L.stream));
       }
       SV_TRY(cudaEventRecord(ev[1], L.stream));
       SV_TRY(cudaMemcpyAsync(ob, d_o, rows * H * D * 2, cudaMemcpyDeviceToHost, L.stream));

@@ -182,6 +182,9 @@ int l10_wg_per_sm_d128(void);
 int l10_wg_per_sm_d256(void);
 /** @} */
 
+/** Version 4's blocks per SM at head dimension @p dim (64, 128 or 256; 0 for any other, and
+ * wherever version 4 does not run): the question to ask before choosing it. */
+int l10_wg_per_sm(int dim);
 /** Version 4's chunk: l10_draft_chunk()'s rule with version 4's blocks per SM. */
 int l10_wg_chunk(const l10_step *s);
 /** Bytes of version 4's workspace for this step (0 when no sequence can be cut into chunks). */
@@ -381,7 +384,9 @@ typedef struct l10_serve_config {
                        guesses (1: plain decode), 1..L10_MAX_DRAFT, under the causal mask */
   double accept;  /**< the chance each guess is accepted, given the ones before it were */
   int fp8;        /**< 1: an FP8 cache, written by l10_fp8_append() and read by version 2; 0: bf16,
-                       version 1 */
+                       version 1 (or version 4 with wgmma) */
+  int wgmma;      /**< 1: the bf16 cache read by version 4 (refused where it does not run, and
+                       with fp8) */
   int graph;      /**< 1: the decode captured once into a CUDA graph and replayed every step */
   int heads;      /**< query heads */
   int kv_heads;   /**< key/value heads */
@@ -414,9 +419,10 @@ typedef struct l10_serve_result {
 /**
  * Lesson 07's decode loop as a server runs it, on the GPU: arrivals with prompts, forks sharing
  * pages, finishes, over lesson 07's cache manager; each step every live sequence appends
- * cfg->draft tokens, one decode (version 1, or version 2 over the FP8 cache) computes them all
- * under the causal mask, a set share of the guesses is kept and the rest are dropped
- * (l07_seq_truncate()). The decode is one launch for a batch of a place per sequence slot with
+ * cfg->draft tokens, one decode (version 1, version 4 with cfg->wgmma, or version 2 over the FP8
+ * cache) computes them all under the causal mask, a set share of the guesses is kept and the rest
+ * are dropped (l07_seq_truncate()). The decode is one launch for a batch of a place per sequence
+ * slot with
  * fixed limits, so that with cfg->graph it is captured once and replayed with new lengths, counts
  * and tables. One sequence a step (in turn) is checked against an fp64 reference over a host copy
  * of what the cache holds (the FP8 cache's values as l10_fp8_quantise_row() rounds them), and

@@ -407,7 +407,7 @@ def r_l10_cascade(a, ctx):
 
 def r_l10_serve(a, ctx):
     """The serving loop as `./run` prints it after the table (serving-loop-run.log: the program's
-    default run, kept as it printed it): the plain loop and the served one, and their ratios."""
+    default run, kept as it printed it): the plain loop and the served ones, and their ratios."""
     src = source(a, ["serving-loop-run.log"])
     lines = a.program_run("serving-loop") or []
     at = next((i for i, x in enumerate(lines) if x.startswith("serving loop on the GPU (")), None)
@@ -415,7 +415,7 @@ def r_l10_serve(a, ctx):
         return src + "\n\nThe serving loop: " + NO_RUN + "."
     head = re.match(r"^serving loop on the GPU \((.*); (\d+) steps; .*\):$", lines[at])
     steps = int(head.group(2)) if head else None
-    rows, said = [], None
+    rows, said, said_wg = [], None, None
     for line in lines[at + 1:]:
         m = re.match(r"^\s+((?:plain|served): .+?)\s{2,}(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+"
                      r"([\d.]+) / ([\d.]+)\s+(PASS|FAIL)", line)
@@ -429,6 +429,10 @@ def r_l10_serve(a, ctx):
                      r"copy-on-write copies", line)
         if m:
             said = m
+        m = re.match(r"^\s+version 4's loop over plain: ([\d.]+)x the tokens per second, "
+                     r"([\d.]+)x the memory held", line)
+        if m:
+            said_wg = m
     out = [src, "", f"`./run` at its default step ({head.group(1) if head else 'its workload'}, "
            f"{steps} steps; tokens per second of the decode's GPU time, which includes the wait "
            "for the host to launch it):", "",
@@ -438,6 +442,9 @@ def r_l10_serve(a, ctx):
         out += ["", f"The served loop: {said.group(1)}x the plain loop's tokens per second, "
                 f"{said.group(2)}x its memory held (mean); {said.group(3)} tokens kept per "
                 f"sequence and step, {said.group(4)} copy-on-write copies."]
+    if said_wg:
+        out += ["", f"The served loop over the bf16 cache on version 4: {said_wg.group(1)}x the "
+                f"plain loop's tokens per second, {said_wg.group(2)}x its memory held (mean)."]
     return "\n".join(out)
 
 

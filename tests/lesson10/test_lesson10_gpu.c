@@ -1,4 +1,4 @@
-/* Lesson 10, GPU: versions 1, 2 and 3 through their C API on steps the program never makes: a
+/* Lesson 10, GPU: versions 1 to 4 through their C API on steps the program never makes: a
  * different count of draft tokens per sequence (1 to 16), packed Q, no mask, the causal mask and
  * random token trees (a row that sees no key among them), lengths that are no page multiple, pages
  * shuffled over a pool with NaN in every slot no token owns, GQA 8:1 and MQA (more rows than one
@@ -10,7 +10,9 @@
  * twice on the same workspace, then again after the lengths, counts and tables change on the device
  * under the same limits, as a captured graph would see them. Version 3 on forked batches: the
  * plan's shared keys (runs, a neighbour that diverged early, draft tokens inside a shared page,
- * nothing shared) and the cascade's output on every row. Under compute-sanitizer
+ * nothing shared) and the cascade's output on every row. Version 4 (wgmma, where it was built
+ * and the GPU is sm_90) on every case, and in a graph replayed as versions 1 and 2 are. The
+ * serving loop on every step. Under compute-sanitizer
  * (ATTN_TEST_SANITIZER=1) each case runs its sanitizer-sized shape. Exits 77 (skipped) without a
  * GPU. */
 #include <math.h>
@@ -366,6 +368,16 @@ static void free_step(gpu_step *g) {
   free(g->ref_o), free(g->ref_lse), free(g->k), free(g->v), free(g->orig_o);
 }
 
+/* The step @p g runs on version 4 from here on: it cuts its chunks for its own blocks per SM, so
+ * its workspace is sized by l10_wg_workspace_bytes(). */
+static void use_version_4(gpu_step *g) {
+  g->wg = 1;
+  cudaFree(g->d_ws);
+  g->d_ws = NULL;
+  g->ws_bytes = l10_wg_workspace_bytes(&g->st);
+  if (g->ws_bytes) ck_assert_int_eq(cudaMalloc(&g->d_ws, g->ws_bytes), cudaSuccess);
+}
+
 /* Case @p i with version 1, version 2 over an FP8 cache of the same pool (@p fp8), or version 4
  * (@p wg). */
 static void run_case(int i, int fp8, int wg) {
@@ -373,13 +385,7 @@ static void run_case(int i, int fp8, int wg) {
   gpu_step g;
   int lim_q = 0, lim_kv = 0;
   alloc_step(&g, c, fp8, &lim_q, &lim_kv);
-  g.wg = wg;
-  if (wg) { /* version 4 cuts its chunks for its own blocks per SM */
-    cudaFree(g.d_ws);
-    g.d_ws = NULL;
-    g.ws_bytes = l10_wg_workspace_bytes(&g.st);
-    if (g.ws_bytes) ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
-  }
+  if (wg) use_version_4(&g);
   printf(
       "case %d%s: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
       "chunk %d\n",
@@ -503,13 +509,15 @@ END_TEST
 /* One launch captured into a CUDA graph, then replayed after the lengths, counts and tables (and
  * for version 2 the FP8 cache) change on the device under the same limits, three times: each replay
  * must equal a direct launch on the same values bit for bit, and the direct launch the reference.
- * Loop index: version 1 (0) or version 2 (1; left out without e4m3 conversions, main()). */
+ * Loop index: version 1 (0), version 2 (1; left out without e4m3 conversions, main()) or version
+ * 4 (2; in the wgmma case, left out where it was not built or the GPU is not sm_90). */
 START_TEST(graph_replay_matches_direct_launch) {
-  const int fp8 = _i;
+  const int fp8 = _i == 1, wg = _i == 2;
   const step_case *c = attn_test_sanitizer_sized() ? &kCases[1].small : &kCases[1].full;
   gpu_step g;
   int lim_q = 0, lim_kv = 0;
   alloc_step(&g, c, fp8, &lim_q, &lim_kv);
+  if (wg) use_version_4(&g);
   const size_t rows = (size_t)c->batch * lim_q * c->heads, on = rows * c->dim;
   uint16_t *o_direct = (uint16_t *)malloc(on * 2), *o_graph = (uint16_t *)malloc(on * 2);
   float *l_direct = (float *)malloc(rows * 4), *l_graph = (float *)malloc(rows * 4);
@@ -524,7 +532,9 @@ START_TEST(graph_replay_matches_direct_launch) {
   ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   ck_assert_int_eq(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
   const cudaError_t launched =
-      (fp8 ? l10_fp8 : l10_draft)(&g.st, g.d_o, g.d_lse, g.d_ws, g.ws_bytes, stream);
+      (fp8  ? l10_fp8
+       : wg ? l10_wg
+            : l10_draft)(&g.st, g.d_o, g.d_lse, g.d_ws, g.ws_bytes, stream);
   ck_assert_int_eq(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   ck_assert_int_eq(launched, cudaSuccess);
   ck_assert_int_eq(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -554,7 +564,9 @@ START_TEST(graph_replay_matches_direct_launch) {
         memcmp(o_direct, o_graph, n_o * 2) == 0 && memcmp(l_direct, l_graph, n_l * 4) == 0,
         "round %d: the graph's replay differs from the direct launch", round);
     printf("  round %d%s: the graph's replay equals the direct launch bit for bit\n", round,
-           fp8 ? " (FP8 cache)" : "");
+           fp8  ? " (FP8 cache)"
+           : wg ? " (version 4)"
+                : "");
   }
   cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(stream);
   free(o_direct), free(o_graph), free(l_direct), free(l_graph);
@@ -679,13 +691,18 @@ END_TEST
 static const struct {
   int draft, fp8, graph, fork_every, dim, kv_heads, pages; /* pages 0: room for every slot */
   double accept;
+  int wgmma; /* version 4 over the bf16 cache (in the wgmma case, where it runs) */
 } kServe[] = {
-    {1, 0, 0, 0, 128, 2, 0, 0.0},  /* lesson 07's loop: one token, launches */
-    {4, 0, 1, 3, 128, 2, 0, 0.7},  /* guesses kept at 0.7, forks, the graph */
-    {4, 1, 1, 3, 128, 2, 0, 0.7},  /* the same over the FP8 cache */
-    {16, 1, 0, 2, 64, 1, 0, 0.5},  /* 16 tokens, MQA, dim 64, FP8, launches */
-    {8, 0, 1, 2, 256, 4, 0, 0.9},  /* dim 256, GQA 2:1 */
-    {4, 0, 1, 2, 128, 2, 40, 0.3}, /* a pool too small for everyone: appends refused and retried */
+    {1, 0, 0, 0, 128, 2, 0, 0.0, 0}, /* lesson 07's loop: one token, launches */
+    {4, 0, 1, 3, 128, 2, 0, 0.7, 0}, /* guesses kept at 0.7, forks, the graph */
+    {4, 1, 1, 3, 128, 2, 0, 0.7, 0}, /* the same over the FP8 cache */
+    {16, 1, 0, 2, 64, 1, 0, 0.5, 0}, /* 16 tokens, MQA, dim 64, FP8, launches */
+    {8, 0, 1, 2, 256, 4, 0, 0.9, 0}, /* dim 256, GQA 2:1 */
+    /* a pool too small for everyone: appends refused and retried */
+    {4, 0, 1, 2, 128, 2, 40, 0.3, 0},
+    {4, 0, 1, 3, 128, 2, 0, 0.7, 1},  /* version 4: guesses, forks, the graph */
+    {16, 0, 0, 2, 256, 4, 0, 0.5, 1}, /* version 4: 16 tokens, dim 256, launches */
+    {8, 0, 1, 2, 64, 1, 0, 0.9, 1},   /* version 4: MQA, dim 64, the graph */
 };
 #define N_SERVE ((int)(sizeof kServe / sizeof kServe[0]))
 
@@ -696,6 +713,7 @@ START_TEST(serving_loop_checks_every_step) {
   c.max_live = 4, c.steps = small ? 10 : 40, c.prompt_min = 20, c.prompt_max = small ? 80 : 300;
   c.output_min = 8, c.output_max = small ? 24 : 60;
   c.draft = kServe[_i].draft, c.fp8 = kServe[_i].fp8, c.graph = kServe[_i].graph;
+  c.wgmma = kServe[_i].wgmma;
   c.fork_every = kServe[_i].fork_every, c.accept = kServe[_i].accept;
   c.heads = 8, c.kv_heads = kServe[_i].kv_heads, c.dim = kServe[_i].dim, c.block_size = 16;
   const int longest = c.prompt_max + c.output_max + c.draft;
@@ -711,9 +729,12 @@ START_TEST(serving_loop_checks_every_step) {
       "serving loop %d (%d tokens a step, kept %.1f, %s, %s, dim %d): %ld steps, %ld tokens kept "
       "of %ld rows, %ld started, %ld copies, %ld refused, %ld of %ld decodes replayed, %ld rows "
       "checked, max |diff| %.3g\n",
-      _i, c.draft, c.accept, c.fp8 ? "FP8" : "bf16", c.graph ? "graph" : "launches", c.dim, r.steps,
-      r.tokens, r.rows, r.started, r.copies, r.refused, r.replays, r.decode_steps, r.checked_rows,
-      r.verdict.max_abs);
+      _i, c.draft, c.accept,
+      c.fp8     ? "FP8"
+      : c.wgmma ? "bf16 on version 4"
+                : "bf16",
+      c.graph ? "graph" : "launches", c.dim, r.steps, r.tokens, r.rows, r.started, r.copies,
+      r.refused, r.replays, r.decode_steps, r.checked_rows, r.verdict.max_abs);
   ck_assert_msg(r.verdict.pass, "loop %d: max_abs %.3g rel_l2 %.3g, %zu unwritten, %zu non-finite",
                 _i, r.verdict.max_abs, r.verdict.rel_l2, r.verdict.unwritten, r.verdict.nonfinite);
   ck_assert_int_gt(r.checked_rows, 0);
@@ -754,6 +775,13 @@ START_TEST(serving_loop_refuses_bad_configurations) {
   x = c, x.block_size = 12;
   ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
   ck_assert(strstr(err, "serving loop") != NULL);
+  x = c, x.wgmma = 1, x.fp8 = 1; /* version 4 reads a bf16 cache only */
+  ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  ck_assert(strstr(err, "version 4") != NULL);
+  if (l10_wg_per_sm(c.dim) <= 0) { /* and nowhere it does not run */
+    x = c, x.wgmma = 1;
+    ck_assert_int_eq(l10_serve_gpu(&x, &r, err, sizeof err), -1);
+  }
 }
 END_TEST
 
@@ -779,7 +807,7 @@ int main(void) {
   TCase *tv = tcase_create("serve"); /* the serving loop: CK_RUN_CASE=serve runs it alone */
   tcase_set_timeout(tv, 600);
   for (int i = 0; i < N_SERVE; ++i) /* its FP8 loops need the e4m3 conversions */
-    if (!kServe[i].fp8 || has_fp8)
+    if ((!kServe[i].fp8 || has_fp8) && !kServe[i].wgmma)
       tcase_add_loop_test(tv, serving_loop_checks_every_step, i, i + 1);
   tcase_add_test(tv, serving_loop_refuses_bad_configurations);
   suite_add_tcase(s, tv);
@@ -790,6 +818,9 @@ int main(void) {
     TCase *tw = tcase_create("wgmma"); /* version 4: CK_RUN_CASE=wgmma runs it alone */
     tcase_set_timeout(tw, 600);
     tcase_add_loop_test(tw, wgmma_steps_match_the_reference, 0, N_CASES);
+    tcase_add_loop_test(tw, graph_replay_matches_direct_launch, 2, 3); /* version 4's graph */
+    for (int i = 0; i < N_SERVE; ++i) /* the serving loop on version 4 */
+      if (kServe[i].wgmma) tcase_add_loop_test(tw, serving_loop_checks_every_step, i, i + 1);
     suite_add_tcase(s, tw);
   } else {
     printf("left out: version 4's tests: %s\n",
