@@ -214,13 +214,18 @@ def l10_peer_rows(a):
                    if r["seq_q"] > L10_L07_MAX_T else esc(y.get("check") or "skipped"))
         f8 = _peer_any(a, f"l10-v2-fp8-{mask}", seq_q=r["seq_q"], **kv)
         f8_timed = f8 is not None and f8["gbs"] is not None
+        w4 = _peer_any(a, f"l10-v4-wgmma-{mask}", seq_q=r["seq_q"], **kv)
+        w4_timed = w4 is not None and w4["gbs"] is not None
         out.append(dict(dim=r["dim"], mask=mask, b=r["batch"], skv=r["seq_kv"], t=r["seq_q"],
                         l10=tbs(r), pct=r["pct_hbm"], one=tbs(one), l07=tbs(y), l07_why=why,
                         cu=tbs(cu), fp8_row=f8, fp8=tbs(f8) if f8_timed else None,
                         fp8_pct=f8["pct_hbm"] if f8_timed else None,
                         fp8x=ratio(r["ms"], f8["ms"]) if f8_timed else None,
                         fp8_why=("-" if f8 is None else None if f8_timed else
-                                 esc(f8.get("check") or "no figure"))))
+                                 esc(f8.get("check") or "no figure")),
+                        wg_row=w4, wg=tbs(w4) if w4_timed else None,
+                        wg_why=("-" if w4 is None else None if w4_timed else
+                                esc(w4.get("check") or "no figure"))))
     return out
 
 
@@ -278,6 +283,16 @@ def l10_peer_summary(rows):
     y = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8], lambda d: ratio(d["l10"], d["l07"]))
     if y:
         s += f" Over lesson 07's version 5 with 2-8 draft tokens: {_rng(y)}x."
+    w_lo = l10_peer_ranges([d for d in rows if 2 <= d["t"] <= 8 and d.get("wg")],
+                           lambda d: ratio(d["wg"], d["one"]))
+    w_hi = l10_peer_ranges([d for d in rows if d["t"] == 16 and d.get("wg")],
+                           lambda d: ratio(d["wg"], d["one"]))
+    w_cu = l10_peer_ranges([d for d in rows if d["t"] >= 2 and d.get("wg")],
+                           lambda d: ratio(d["wg"], d["cu"]))
+    if w_lo or w_hi:  # only archives with version 4's rows
+        s += (f" Version 4 over version 1's one-token rate: {_rng(w_lo, unit='x')} with 2-8 draft "
+              f"tokens, {_rng(w_hi, unit='x')} with 16" +
+              (f"; over cuDNN's paged SDPA with 2 to 16: {_rng(w_cu)}x" if w_cu else "") + ".")
     f8 = l10_peer_ranges(rows, lambda d: d["fp8x"])
     if f8:  # only archives with version 2's rows
         f8_big = l10_peer_ranges(big, lambda d: d["fp8x"])
@@ -325,6 +340,7 @@ def r_l10_peers(a, ctx):
     out = [src, ""]
     sw = a.software()
     fp8 = any(d["fp8_row"] is not None for d in data)  # its columns only where the archive has it
+    wg = any(d["wg_row"] is not None for d in data)  # version 4's, the same
     # dim 128 first (the lesson's), then 256 and 64
     groups = sorted({(d["dim"], d["mask"]) for d in data},
                     key=lambda g: (g[0] != 128, -g[0], g[1]))
@@ -338,17 +354,24 @@ def r_l10_peers(a, ctx):
                          f(d["cu"], 2), xs(ratio(d["l10"], d["l07"]), 2),
                          xs(ratio(d["l10"], d["cu"]), 2)] +
                         ([f(d["fp8"], 2) if d["fp8"] is not None else d["fp8_why"],
-                          pc(d["fp8_pct"]), xs(d["fp8x"], 2)] if fp8 else []))
+                          pc(d["fp8_pct"]), xs(d["fp8x"], 2)] if fp8 else []) +
+                        ([f(d["wg"], 2) if d["wg"] is not None else d["wg_why"],
+                          xs(ratio(d["wg"], d["one"]), 2), xs(ratio(d["wg"], d["cu"]), 2)]
+                         if wg else []))
         what = "TB/s of the K + V the lengths need"
         if fp8:
             what = ("TB/s of the bf16 K + V the lengths need; FP8 v2: lesson 10's version 2 over "
                     "an FP8 copy of the same cache, its TB/s and % of HBM of the bytes it reads "
                     "(an e4m3 code per value, a 4-byte scale per key row), and its speed over "
                     "version 1 on the same step (version 1's time over its own)")
+        if wg:
+            what += ("; v4: lesson 10's version 4 (`wgmma`, sm_90a) on the same step, its TB/s, "
+                     "over version 1's one-token rate and over cuDNN's")
         out += [f"Dim {dim}, {mask} mask ({what}, in one process{'; ' + sw if sw else ''}):", "",
                 table(["batch", "kv", "draft tokens", "lesson 10 v1", "% of HBM", "vs one token",
                        "lesson 07 v5", "cuDNN paged", "l10 / l07", "l10 / cuDNN"] +
-                      (["FP8 v2", "FP8 % of HBM", "FP8 / v1"] if fp8 else []), rows), "",
+                      (["FP8 v2", "FP8 % of HBM", "FP8 / v1"] if fp8 else []) +
+                      (["v4", "v4 vs one token", "v4 / cuDNN"] if wg else []), rows), "",
                 l10_peer_summary(ds), ""]
     dims = l10_dim_summary(data)
     if dims:
