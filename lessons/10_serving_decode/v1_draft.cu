@@ -27,6 +27,8 @@
  *  - the chunks of a sequence merged by a second kernel (FD_COMBINE, a thread per row and four
  *    columns over the whole GPU, as lesson 06's version 4), not by the last of their blocks: with
  *    64 rows that block would read every chunk's 64 x dim floats alone (about 1 MB at batch 1).
+ *    On sm_90 it is a programmatic dependent launch (griddepcontrol.wait at its top), so that
+ *    the launch between the two kernels costs less; versions 2 and 4 call the same launcher.
  *
  * Why: lesson 07's version 5 gives each 16 rows their own blocks. With 32/8 heads a KV group is 4
  * rows a token, so 8 draft tokens are two row tiles, and each reads the sequence's keys: twice
@@ -56,7 +58,10 @@
  * as before (0.96-1.00x, 4.29-4.56 TB/s); 8 tokens at batch 1 and 32k keys 0.90x. At dim 256
  * (Q's fragments read from shared memory, one block an SM; docs/results/h200-l10f-2026-11-26):
  * 1-4 tokens at 4.56-4.63 TB/s from batch 16 and 32k keys, 1.01-1.04x dim 128's rate; 16 tokens
- * 0.51-0.58x the one-token rate at batch 16-64.
+ * 0.51-0.58x the one-token rate at batch 16-64. The merge as a programmatic dependent launch
+ * (docs/results/h200-l10i-2026-11-26/merge-pdl-experiment.log, two rounds each way): 1.03-1.07x
+ * at batch 1 (8 tokens, 32k keys: 2.87 TB/s, version 4's 3.08), 1.02x at batch 16 with 4k keys,
+ * level from batch 16 and 32k keys, for versions 1, 2 and 4 alike.
  *
  * Where it falls short: 16 tokens (above); 4k keys (8 tokens 0.77x the one-token rate at batch 1);
  * lengths that differ (one sequence of 32k among 7 of 1k: 0.30x lesson 07's plan, which sees the
@@ -706,6 +711,12 @@ static __global__ void __launch_bounds__(L06_THREADS)
                attn_bf16 *__restrict__ o, float *__restrict__ lse, const int *__restrict__ q_start,
                const int *__restrict__ q_lens, const int *__restrict__ seq_lens, int heads,
                int kv_heads, int max_q, int max_seq_kv, int units, int splits, int chunk) {
+#if __CUDA_ARCH__ >= 900
+  /* Launched as a programmatic dependent of the main kernel (the launcher, sm_90): the blocks may
+   * be placed while the main kernel's last blocks still run; every thread waits here until that
+   * grid has finished and its partial states are visible. */
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int per_unit = FD_ROWS * FD_C4 / L06_THREADS; /* blocks of a unit */
   unsigned rest = blockIdx.x / (unsigned)per_unit;
   const int e = (int)(blockIdx.x % (unsigned)per_unit) * L06_THREADS + threadIdx.x;
@@ -762,10 +773,27 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
                                        int splits, int chunk, cudaStream_t stream) {
   const size_t n_units = (size_t)st->batch * st->kv_heads * units;
   const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
-  FD_COMBINE<<<(unsigned)cblocks, L06_THREADS, 0, stream>>>(
-      part_o, part_lse, (attn_bf16 *)o, lse, st->q_start, st->q_lens, st->seq_lens, st->heads,
-      st->kv_heads, st->max_q, st->max_seq_kv, units, splits, chunk);
-  ATTN_TRY_LAUNCH();
+  /* On sm_90 the merge is a programmatic dependent launch: the GPU may start placing its blocks
+   * before the main kernel (the launch before it on the stream) has finished, and the kernel's
+   * griddepcontrol.wait holds them until it has. That hides the launch's latency between the two
+   * kernels; in a CUDA graph the edge is kept as a programmatic one. */
+  static int pdl = -1; /* asked once, before any capture (the launchers' first call) */
+  if (pdl < 0) {
+    int dev = 0, major = 0;
+    ATTN_TRY(cudaGetDevice(&dev));
+    ATTN_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    pdl = major >= 9;
+  }
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg;
+  cfg.gridDim = dim3((unsigned)cblocks), cfg.blockDim = dim3(L06_THREADS);
+  cfg.dynamicSmemBytes = 0, cfg.stream = stream;
+  cfg.attrs = &attr, cfg.numAttrs = pdl ? 1 : 0;
+  ATTN_TRY(cudaLaunchKernelEx(&cfg, FD_COMBINE, part_o, part_lse, (attn_bf16 *)o, lse, st->q_start,
+                              st->q_lens, st->seq_lens, st->heads, st->kv_heads, st->max_q,
+                              st->max_seq_kv, units, splits, chunk));
   return cudaSuccess;
 }
 

@@ -80,7 +80,6 @@
 #define FD_CHUNKS (HEAD_DIM / 8)         /**< 16-byte chunks per bf16 row (the Q tile) */
 #define FD_C8 (HEAD_DIM / 16)            /**< 16-byte chunks per e4m3 key row */
 #define FD_C4 (HEAD_DIM / 4)             /**< float4 columns of an fp32 state row */
-#define FD_MERGE 16                      /**< chunks whose loads the merge has in flight at once */
 #define FD_ROWB (HEAD_DIM * 2)           /**< bytes per bf16 row (the Q tile) */
 #define FD_TILE_BYTES (FD_TK * HEAD_DIM) /**< one K or V tile of codes: 2 KiB at dim 128 */
 #define FD_SCALE_OFF (2 * FD_TILE_BYTES) /**< a stage's 16 K scales, then its 16 V scales */
@@ -111,8 +110,9 @@
 #define FD_CAT(a, b) FD_CAT_(a, b)
 /** This build's kernel: l10_fp8_kernel_d64, _d128 or _d256. */
 #define FD_KERNEL FD_CAT(l10_fp8_kernel_d, HEAD_DIM)
-/** This build's merge of the chunks: l10_fp8_combine_d64, _d128 or _d256. */
-#define FD_COMBINE FD_CAT(l10_fp8_combine_d, HEAD_DIM)
+/** Version 1's launcher of the chunks' merge (the partial states are laid out as its are):
+ * l10_draft_merge_d64(), _d128() or _d256(). */
+#define FD_MERGE_LAUNCH FD_CAT(l10_draft_merge_d, HEAD_DIM)
 /** This build's launcher: l10_fp8_d64(), _d128() or _d256(), in serving_decode.h. */
 #define FD_LAUNCH FD_CAT(l10_fp8_d, HEAD_DIM)
 /** This build's occupancy query: l10_fp8_per_sm_d64(), _d128() or _d256(). */
@@ -604,7 +604,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *       alpha x sigma_old / sigma_new when either moved; P' = P x v_scale / sigma in f16
  *       O += P' V_j (codes permuted into B fragments by prmt, widened)
  *     each warp's (m, l, O x sigma) -> shared; the streams merged; one chunk: -> O, lse; more:
- *     -> part_O, part_lse, merged by FD_COMBINE as in version 1
+ *     -> part_O, part_lse, merged by version 1's merge kernel (l10_draft_merge_dNN)
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(
@@ -813,67 +813,6 @@ extern "C" int FD_PER_SM(void) {
   return n;
 }
 
-/** The chunks' merge, a kernel of its own over the whole GPU: thread e of the blocks of unit
- * (b, kvh, u) takes float4 column e % FD_C4 of row e / FD_C4 and merges that row's partial states
- * over the sequence's chunks, FD_MERGE at a time, all their loads in flight at once: lesson 02's
- * online softmax with chunks for keys. The running (max, sum, O) is rescaled when a batch raises
- * the max; an empty chunk (lse -inf) weighs 0, and a row whose every chunk is empty ends with sum
- * 0: O = 0, lse = -inf. Chunk c's slot of row r: (((b * splits + c) * kv_heads + kvh) * units +
- * u) * 64 + r. A unit of one chunk was written by the main kernel and is skipped. */
-static __global__ void __launch_bounds__(L06_THREADS)
-    FD_COMBINE(const float *__restrict__ part_o, const float *__restrict__ part_lse,
-               attn_bf16 *__restrict__ o, float *__restrict__ lse, const int *__restrict__ q_start,
-               const int *__restrict__ q_lens, const int *__restrict__ seq_lens, int heads,
-               int kv_heads, int max_q, int max_seq_kv, int units, int splits, int chunk) {
-  const int per_unit = FD_ROWS * FD_C4 / L06_THREADS; /* blocks of a unit */
-  unsigned rest = blockIdx.x / (unsigned)per_unit;
-  const int e = (int)(blockIdx.x % (unsigned)per_unit) * L06_THREADS + threadIdx.x;
-  const int u = (int)(rest % (unsigned)units);
-  rest /= (unsigned)units;
-  const int kvh = (int)(rest % (unsigned)kv_heads), b = (int)(rest / (unsigned)kv_heads);
-  const int G = heads / kv_heads;
-  const int q_b = min(max(q_lens[b], 1), max_q);
-  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
-  const int rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
-  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
-  const int r = e / FD_C4, c4 = e % FD_C4, gr = u * FD_ROWS + r;
-  if (n_chunks == 1 || r >= rows) return;
-  const size_t orow = ((size_t)q_start[b] + gr / G) * heads + kvh * G + gr % G;
-  const size_t cstride = (size_t)kv_heads * units * FD_ROWS; /* from chunk c to c + 1 */
-  const size_t slot0 = (((size_t)b * splits * kv_heads + kvh) * units + u) * FD_ROWS + r;
-  float mx = -INFINITY, sum = 0.f;
-  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int c0 = 0; c0 < n_chunks; c0 += FD_MERGE) {
-    float lb[FD_MERGE];
-    float4 xb[FD_MERGE];
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) {
-      const int c = c0 + kk;
-      const size_t slot = slot0 + (size_t)c * cstride;
-      lb[kk] = c < n_chunks ? __ldcg(part_lse + slot) : -INFINITY;
-      xb[kk] = c < n_chunks ? __ldcg((const float4 *)(part_o + slot * HEAD_DIM) + c4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    float bm = mx;
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) bm = fmaxf(bm, lb[kk]);
-    if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
-    const float sc = __expf(mx - bm); /* 0 while mx is -inf */
-    sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) {
-      const float w = __expf(lb[kk] - bm);
-      sum += w;
-      a.x += w * xb[kk].x, a.y += w * xb[kk].y, a.z += w * xb[kk].z, a.w += w * xb[kk].w;
-    }
-    mx = bm;
-  }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
-  *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
-      make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
-  if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
-}
-
 /** The launcher, l10_fp8_d64(), _d128() or _d256(): version 1's, over the e4m3 pools and their
  * scales. See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
@@ -909,12 +848,7 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
       st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
       st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2, units, splits, chunk);
   ATTN_TRY_LAUNCH();
-  if (splits > 1) { /* the chunks' merge: every (unit, row, float4) its own thread */
-    const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
-    FD_COMBINE<<<(unsigned)cblocks, L06_THREADS, 0, stream>>>(
-        part_o, part_lse, (attn_bf16 *)o, lse, st->q_start, st->q_lens, st->seq_lens, st->heads,
-        st->kv_heads, st->max_q, st->max_seq_kv, units, splits, chunk);
-    ATTN_TRY_LAUNCH();
-  }
+  if (splits > 1) /* the chunks' merge: version 1's kernel, every (unit, row, float4) a thread */
+    return FD_MERGE_LAUNCH(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
   return cudaSuccess;
 }
