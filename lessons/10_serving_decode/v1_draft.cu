@@ -791,9 +791,14 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
   cfg.gridDim = dim3((unsigned)cblocks), cfg.blockDim = dim3(L06_THREADS);
   cfg.dynamicSmemBytes = 0, cfg.stream = stream;
   cfg.attrs = &attr, cfg.numAttrs = pdl ? 1 : 0;
-  ATTN_TRY(cudaLaunchKernelEx(&cfg, FD_COMBINE, part_o, part_lse, (attn_bf16 *)o, lse, st->q_start,
-                              st->q_lens, st->seq_lens, st->heads, st->kv_heads, st->max_q,
-                              st->max_seq_kv, units, splits, chunk));
+  /* The C form of the launch: the kernel's address and an array of pointers to its arguments. */
+  attn_bf16 *o16 = (attn_bf16 *)o;
+  int heads = st->heads, kv_heads = st->kv_heads, max_q = st->max_q, max_kv = st->max_seq_kv;
+  void *args[] = {(void *)&part_o,      (void *)&part_lse,   (void *)&o16,          (void *)&lse,
+                  (void *)&st->q_start, (void *)&st->q_lens, (void *)&st->seq_lens, (void *)&heads,
+                  (void *)&kv_heads,    (void *)&max_q,      (void *)&max_kv,       (void *)&units,
+                  (void *)&splits,      (void *)&chunk};
+  ATTN_TRY(cudaLaunchKernelExC(&cfg, (const void *)FD_COMBINE, args));
   return cudaSuccess;
 }
 
