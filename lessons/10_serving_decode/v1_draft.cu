@@ -59,7 +59,7 @@
  * (Q's fragments read from shared memory, one block an SM; docs/results/h200-l10f-2026-11-26):
  * 1-4 tokens at 4.56-4.63 TB/s from batch 16 and 32k keys, 1.01-1.04x dim 128's rate; 16 tokens
  * 0.51-0.58x the one-token rate at batch 16-64. The merge as a programmatic dependent launch
- * (docs/results/h200-l10i-2026-11-26/merge-pdl-experiment.log, two rounds each way): 1.03-1.07x
+ * (docs/results/h200-l10i-2026-11-27/merge-pdl-experiment.log, two rounds each way): 1.03-1.07x
  * at batch 1 (8 tokens, 32k keys: 2.87 TB/s, version 4's 3.08), 1.02x at batch 16 with 4k keys,
  * level from batch 16 and 32k keys, for versions 1, 2 and 4 alike.
  *
