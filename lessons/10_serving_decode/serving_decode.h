@@ -138,7 +138,7 @@ int l10_draft_per_sm_d256(void);
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
                       size_t workspace_bytes, cudaStream_t stream);
 
-/** @name The chunks' merge of versions 1 and 4
+/** @name The chunks' merge of versions 1, 2 and 4
  *  After a step's kernel wrote each chunk's partial state (@p part_o `[batch, splits, kv_heads,
  *  units, L10_UNIT_ROWS, dim]` fp32, O / l, and @p part_lse, the natural-log log-sum-exp, in the
  *  workspace), merge every row's chunks into O and lse. @p units, @p splits and @p chunk are the

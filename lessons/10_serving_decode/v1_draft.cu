@@ -767,7 +767,7 @@ static __global__ void __launch_bounds__(L06_THREADS)
 }
 
 /** The chunks' merge, l10_draft_merge_d64(), _d128() or _d256(): FD_COMBINE over every (unit,
- * row, float4), one thread each (version 4 uses it too). See serving_decode.h. */
+ * row, float4), one thread each (versions 2 and 4 use it too). See serving_decode.h. */
 extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
                                        const float *part_lse, void *o, float *lse, int units,
                                        int splits, int chunk, cudaStream_t stream) {
