@@ -1,8 +1,9 @@
-/* Versions 1 and 2's plan on the host: the chunk every sequence is cut by, the workspace that
- * holds the chunks' partial states (version 2's occupancy when the step has an FP8 cache), and
- * the launchers for a head dimension. Nothing here reads the lengths:
- * the plan is made from the batch and the limits, so that a captured launch stays valid when the
- * lengths change. */
+/* Versions 1, 2 and 4's plan on the host: the chunk slots (items) a step's grid holds per KV head
+ * and unit, the workspace that holds the chunks' partial states (version 2's occupancy when the
+ * step has an FP8 cache), and the launchers for a head dimension. Nothing here reads the device's
+ * lengths: the grid is made from the batch and the limits, so that a captured launch stays valid
+ * when the lengths change, and the kernels cut the keys into those items on the device
+ * (split_device.cuh), whose rule l10_split_chunk() and l10_split_count() model here. */
 #include <limits.h>
 
 #include "serving_decode.h"
@@ -33,8 +34,20 @@ static int chunk_for(const l10_step *s, int per_sm) {
   return l06_chunk_len(s->max_seq_kv, best);
 }
 
-int l10_draft_chunk(const l10_step *s) {
-  return chunk_for(s, s->k_scale ? (s->dim == 64    ? l10_fp8_per_sm_d64()
+/* The items for a kernel of which an SM holds @p per_sm blocks: T, the chunks that would fill the
+ * GPU were every sequence at max_seq_kv keys, and one more per sequence for the partial chunk
+ * at each sequence's end when the device spreads the T shares by length; the batch alone when no
+ * sequence can be cut (the limit within one chunk's minimum). */
+static int items_for(const l10_step *s, int per_sm) {
+  if (s->max_seq_kv <= L06_MIN_CHUNK) return s->batch;
+  const long long chunk = chunk_for(s, per_sm);
+  const long long splits = (s->max_seq_kv + chunk - 1) / chunk;
+  const long long items = (long long)s->batch * ((splits < 1 ? 1 : splits) + 1);
+  return items > INT_MAX ? INT_MAX : (int)items;
+}
+
+int l10_draft_items(const l10_step *s) {
+  return items_for(s, s->k_scale ? (s->dim == 64    ? l10_fp8_per_sm_d64()
                                     : s->dim == 128 ? l10_fp8_per_sm_d128()
                                                     : l10_fp8_per_sm_d256())
                                  : (s->dim == 64    ? l10_draft_per_sm_d64()
@@ -42,18 +55,35 @@ int l10_draft_chunk(const l10_step *s) {
                                                     : l10_draft_per_sm_d256()));
 }
 
-/* The bytes of the chunks' partial states for chunks of @p chunk keys. */
-static size_t workspace_for(const l10_step *s, int chunk) {
-  const int splits = (s->max_seq_kv + chunk - 1) / chunk;
-  if (splits <= 1) return 0;
-  const size_t units =
-      (size_t)s->batch * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
-  /* O and the log-sum-exp of every (unit, chunk, row) */
-  return units * (size_t)splits * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float);
+/* The bytes of the chunks' partial states for a grid of @p items items. */
+static size_t workspace_for(const l10_step *s, int items) {
+  if (items <= s->batch) return 0; /* one chunk a sequence: nothing to merge */
+  const size_t slots =
+      (size_t)items * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
+  /* O and the log-sum-exp of every (item, KV head, unit, row), then each sequence's first item
+   * and count, written by the kernel for the merge */
+  return slots * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float) +
+         (size_t)s->batch * 2 * sizeof(int);
 }
 
 size_t l10_draft_workspace_bytes(const l10_step *s) {
-  return workspace_for(s, l10_draft_chunk(s));
+  return workspace_for(s, l10_draft_items(s));
+}
+
+int l10_split_count(int chunk, int batch, const int *keys) {
+  if (chunk < 1 || batch < 1 || !keys) return 0;
+  long long n = 0;
+  for (int b = 0; b < batch; ++b) n += keys[b] > chunk ? (keys[b] + chunk - 1) / chunk : 1;
+  return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+int l10_split_chunk(int items, int batch, const int *keys, int max_seq_kv) {
+  if (items <= batch || !keys) return max_seq_kv;
+  long long total = 0;
+  for (int b = 0; b < batch; ++b) total += keys[b];
+  const long long share = (total + (items - batch) - 1) / (items - batch);
+  const long long c = share < L06_MIN_CHUNK ? L06_MIN_CHUNK : share;
+  return (int)((c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN * L06_CHUNK_ALIGN);
 }
 
 int l10_wg_per_sm(int dim) {
@@ -63,12 +93,12 @@ int l10_wg_per_sm(int dim) {
                       : 0;
 }
 
-int l10_wg_chunk(const l10_step *s) {
-  return chunk_for(s, l10_wg_per_sm(s->dim));
+int l10_wg_items(const l10_step *s) {
+  return items_for(s, l10_wg_per_sm(s->dim));
 }
 
 size_t l10_wg_workspace_bytes(const l10_step *s) {
-  return workspace_for(s, l10_wg_chunk(s));
+  return workspace_for(s, l10_wg_items(s));
 }
 
 cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,

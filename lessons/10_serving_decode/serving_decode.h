@@ -104,15 +104,31 @@ int l10_step_check(const l10_step *s, char *err, size_t err_len);
  * group's heads / kv_heads x max_q rows in blocks of L10_UNIT_ROWS. */
 int l10_units_per_kv_head(int heads, int kv_heads, int max_q);
 
-/** The keys of one chunk (a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK unless
- * max_seq_kv is shorter) for a step of this shape on the current device: enough chunks that the
- * blocks of version 1 (version 2 when s->k_scale is set) fill the GPU once. Sequence b's keys are
- * cut into ceil(n_b / chunk) chunks. */
-int l10_draft_chunk(const l10_step *s);
+/** The chunk slots (items) of a step's grid, per KV head and unit, for version 1 (version 2 when
+ * s->k_scale is set) on the current device: T, the chunks that would fill the GPU once were every
+ * sequence at max_seq_kv keys (chunks a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK), and
+ * one more per sequence; s->batch when max_seq_kv is at most L06_MIN_CHUNK (no sequence is cut).
+ * Made from the batch and the limits alone; the kernels spread the items over the sequences by
+ * their lengths on the device (l10_split_chunk()). */
+int l10_draft_items(const l10_step *s);
+
+/** Chunks of @p chunk keys that @p batch sequences of @p keys keys make: sum of ceil(keys[b] /
+ * chunk), every sequence at least one (0 for arguments below 1). */
+int l10_split_count(int chunk, int batch, const int *keys);
+
+/** The host's model of the split the kernels of versions 1, 2 and 4 make on the device
+ * (split_device.cuh): for a grid of @p items items and sequences of @p keys keys (clamped as the
+ * kernels clamp them, at most @p max_seq_kv), the chunk is the even share of their sum over
+ * items - batch items, rounded up to a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK;
+ * @p max_seq_kv (one chunk a sequence) when @p items <= @p batch. Its l10_split_count() is at most
+ * @p items. Sequence b's chunks take items first_b .. first_b + ceil(keys[b] / chunk) - 1,
+ * first_b the counts of the sequences before it. */
+int l10_split_chunk(int items, int batch, const int *keys, int max_seq_kv);
 
 /** Bytes of version 1's workspace for this step, or version 2's when s->k_scale is set (0 when no
- * sequence can be cut into chunks); it holds the chunks' partial states during a call, and
- * nothing between calls. */
+ * sequence can be cut into chunks): the partial states of every (item, KV head, unit, row), then
+ * each sequence's first item and count (two ints), which the kernel writes for the merge. It
+ * holds nothing between calls. */
 size_t l10_draft_workspace_bytes(const l10_step *s);
 
 /** @name Version 1's launchers
@@ -139,28 +155,29 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
                       size_t workspace_bytes, cudaStream_t stream);
 
 /** @name The chunks' merge of versions 1, 2 and 4
- *  After a step's kernel wrote each chunk's partial state (@p part_o `[batch, splits, kv_heads,
- *  units, L10_UNIT_ROWS, dim]` fp32, O / l, and @p part_lse, the natural-log log-sum-exp, in the
- *  workspace), merge every row's chunks into O and lse. @p units, @p splits and @p chunk are the
- *  launch's (l10_units_per_kv_head(), l10_draft_chunk()).
+ *  After a step's kernel wrote each chunk's partial state (@p part_o `[items, kv_heads, units,
+ *  L10_UNIT_ROWS, dim]` fp32, O / l, and @p part_lse, the natural-log log-sum-exp, in the
+ *  workspace) and each sequence's first item and count of items (@p plan `[batch][2]`), merge every
+ *  row's chunks into O and lse; a sequence of one chunk was written by the kernel and is left.
+ *  @p units is the launch's (l10_units_per_kv_head()).
  *  @{ */
 /** The merge at head dimension 64. */
 cudaError_t l10_draft_merge_d64(const l10_step *s, const float *part_o, const float *part_lse,
-                                void *o, float *lse, int units, int splits, int chunk,
+                                const int *plan, void *o, float *lse, int units,
                                 cudaStream_t stream);
 /** The same, head dimension 128. */
 cudaError_t l10_draft_merge_d128(const l10_step *s, const float *part_o, const float *part_lse,
-                                 void *o, float *lse, int units, int splits, int chunk,
+                                 const int *plan, void *o, float *lse, int units,
                                  cudaStream_t stream);
 /** The same, head dimension 256. */
 cudaError_t l10_draft_merge_d256(const l10_step *s, const float *part_o, const float *part_lse,
-                                 void *o, float *lse, int units, int splits, int chunk,
+                                 const int *plan, void *o, float *lse, int units,
                                  cudaStream_t stream);
 /** @} */
 
 /** @name Version 4's launchers (sm_90a: one warpgroup a unit, wgmma)
- *  The same step, outputs and errors as version 1's launchers, its own chunk and workspace
- *  (l10_wg_chunk(), l10_wg_workspace_bytes(): version 4's blocks per SM fill the GPU); a bf16
+ *  The same step, outputs and errors as version 1's launchers, its own items and workspace
+ *  (l10_wg_items(), l10_wg_workspace_bytes(): version 4's blocks per SM fill the GPU); a bf16
  *  cache. In a build without sm_90a code (CMake's ATTN_ARCHS_HOPPER) they return
  *  cudaErrorNotSupported, and the occupancy queries 0.
  *  @{ */
@@ -185,8 +202,8 @@ int l10_wg_per_sm_d256(void);
 /** Version 4's blocks per SM at head dimension @p dim (64, 128 or 256; 0 for any other, and
  * wherever version 4 does not run): the question to ask before choosing it. */
 int l10_wg_per_sm(int dim);
-/** Version 4's chunk: l10_draft_chunk()'s rule with version 4's blocks per SM. */
-int l10_wg_chunk(const l10_step *s);
+/** Version 4's items: l10_draft_items()'s rule with version 4's blocks per SM. */
+int l10_wg_items(const l10_step *s);
 /** Bytes of version 4's workspace for this step (0 when no sequence can be cut into chunks). */
 size_t l10_wg_workspace_bytes(const l10_step *s);
 

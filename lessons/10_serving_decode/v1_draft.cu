@@ -17,9 +17,11 @@
  *    FD_STAGES - 2 groups in flight, not FD_STAGES - 1;
  *  - the step's shape lives on the device: each sequence's draft tokens (q_lens, q_start into a
  *    packed Q) and keys (seq_lens) are read by the block, which exits when its unit has no rows
- *    or its chunk no keys; the grid is batch x chunks x KV heads x units, made from the limits
- *    (max_q, max_seq_kv) alone, and the chunk is one length for every sequence
- *    (l10_draft_chunk()), in place of lesson 07's plan over the host's lengths;
+ *    or its item no chunk; the grid is items x KV heads x units, the items made from the batch and
+ *    the limits (max_q, max_seq_kv) alone (l10_draft_items()), and the block cuts the keys into
+ *    them itself: every warp reads the lengths, takes the even share of their sum for the chunk
+ *    and finds its item's sequence and chunk by a prefix sum (split_device.cuh), in place of
+ *    lesson 07's plan over the host's lengths;
  *  - the mask: a row sees its keys below `lim` and the draft keys its bit word names (none,
  *    causal, or a token tree: l10_sees()); a tile below every row's `lim` skips the test, and O
  *    is rescaled only when a row of the warp has a new maximum;
@@ -92,6 +94,7 @@
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
 #include "ptx.cuh"          /* lesson 04: one function per PTX instruction (USES 4) */
 #include "serving_decode.h"
+#include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
 #define FD_WARPS (L06_THREADS / 32)     /**< 4 warps */
 #define FD_TK 16                        /**< keys per warp tile: one k-step of P V */
@@ -482,10 +485,14 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
 
 /* The loop on a whiteboard (lesson 07's version 5, a unit of 64 rows shared by key streams):
  *
- *   block i = ((b * splits + s) * kv_heads + kvh) * units + u: chunk s of sequence b, KV head kvh,
- *   group rows [64 u, 64 u + 64) (query heads of the group x draft tokens, token-major)
+ *   block i = (item * kv_heads + kvh) * units + u: KV head kvh, group rows [64 u, 64 u + 64)
+ *   (query heads of the group x draft tokens, token-major), and the step's item `item`:
+ *     items > batch: chunk = sum_b n_b / (items - batch), up to x64, >= 256; item -> sequence b,
+ *       its chunk s (a prefix sum of the counts ceil(n_b / chunk)); past the last: exit;
+ *       s = 0, kvh = u = 0: plan[b] = (b's first item, its count), for the merge
+ *     items = batch: b = item, one chunk (s = 0, chunk = max_seq_kv)
  *     q_b = q_lens[b], n_b = seq_lens[b] (clamped);  rows = min(64, G q_b - 64 u) <= 0: exit
- *     keys [s chunk, (s + 1) chunk) clipped to n_b, none: exit (unless s = 0)
+ *     keys [s chunk, (s + 1) chunk) clipped to n_b
  *     rt = row tiles of the rows (1..4), rw = 1, 2, 4, 4 for rt = 1..4, ns = 4 / rw
  *     warp w: row tile p = w % rw of key stream w / rw; loads the 16-key tiles w, w + 4, ...
  *     Q tile (64 rows, zeros past `rows`) -> shared by cp.async, a group of its own
@@ -510,14 +517,15 @@ static __device__ __forceinline__ void fd_body(
     const int *__restrict__ block_table,  // [batch, max_blocks]
     attn_bf16 *__restrict__ o,            // [total_q, heads, HEAD_DIM]
     float *__restrict__ lse,              // [total_q, heads]
-    float *__restrict__ part_o,           // [batch, splits, kv_heads, units, 64, HEAD_DIM]
-    float *__restrict__ part_lse,         // [batch, splits, kv_heads, units, 64]
+    float *__restrict__ part_o,           // [items, kv_heads, units, 64, HEAD_DIM]
+    float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
+    int2 *__restrict__ plan,              // [batch]: first item, count
     const int *__restrict__ q_start,      // [batch]
     const int *__restrict__ q_lens,       // [batch]
     const uint32_t *__restrict__ tree,    // [total_q] or NULL
     const int *__restrict__ seq_lens,     // [batch]
     int heads, int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
-    float scale_log2, int units, int splits, int chunk) {
+    float scale_log2, int units, int batch, int items) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float part_m[FD_WARPS][16], part_l[FD_WARPS][16];
   const uint32_t sq = smem_u32(smem);
@@ -530,17 +538,25 @@ static __device__ __forceinline__ void fd_body(
   unsigned rest = blockIdx.x;
   const int u = (int)(rest % (unsigned)units);
   rest /= (unsigned)units;
-  const int kvh = (int)(rest % (unsigned)kv_heads);
-  rest /= (unsigned)kv_heads;
-  const int s = (int)(rest % (unsigned)splits), b = (int)(rest / (unsigned)splits);
+  const int kvh = (int)(rest % (unsigned)kv_heads), item = (int)(rest / (unsigned)kv_heads);
+
+  /* My item's sequence and chunk, cut here from the lengths (every warp alike; the same in the
+   * whole block). */
+  int b = item, s = 0, first_item = item, n_chunks = 1, chunk = max_seq_kv;
+  if (items > batch) {
+    chunk = l10_split_chunk_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, items);
+    b = l10_split_item_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, chunk, item, &s, &first_item,
+                           &n_chunks);
+    if (b < 0) return; /* past the step's last item */
+    if (s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0) plan[b] = make_int2(first_item, n_chunks);
+  }
 
   /* The sequence's shape, read here (clamped to the launch's limits): nothing past them is read. */
   const int G = heads / kv_heads;
   const int q_b = min(max(q_lens[b], 1), max_q);
   const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
   const int q0 = q_start[b], rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
-  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
-  if (rows <= 0 || s >= n_chunks) return; /* the same in the whole block */
+  if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
   const int rt = attn_cdiv(rows, 16), rw = rt == 1 ? 1 : rt == 2 ? 2 : 4, ns = FD_WARPS / rw;
   const int stream = warp / rw, p = warp % rw; /* my key stream, my row tile */
@@ -657,7 +673,7 @@ static __device__ __forceinline__ void fd_body(
           make_uint2(pack_bf16x2(y4.x, y4.y), pack_bf16x2(y4.z, y4.w));
       if (c4 == 0) lse[orow] = lse_r;
     } else {
-      const size_t slot = ((((size_t)b * splits + s) * kv_heads + kvh) * units + u) * FD_ROWS + r;
+      const size_t slot = (((size_t)item * kv_heads + kvh) * units + u) * FD_ROWS + r;
       *(float4 *)(part_o + slot * HEAD_DIM + c4 * 4) = y4;
       if (c4 == 0) part_lse[slot] = lse_r;
     }
@@ -665,18 +681,18 @@ static __device__ __forceinline__ void fd_body(
 }
 
 /** The kernels' arguments, as fd_body() takes them. */
-#define FD_PARAMS                                                                           \
-  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                         \
-      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,                 \
-      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,       \
-      float *__restrict__ part_lse, const int *__restrict__ q_start,                        \
-      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                    \
-      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv, \
-      int max_blocks, int shift, int mask, float scale_log2, int units, int splits, int chunk
+#define FD_PARAMS                                                                             \
+  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                           \
+      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,                   \
+      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,         \
+      float *__restrict__ part_lse, int2 *__restrict__ plan, const int *__restrict__ q_start, \
+      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                      \
+      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv,   \
+      int max_blocks, int shift, int mask, float scale_log2, int units, int batch, int items
 /** The same names, passed on. */
-#define FD_ARGS                                                                           \
-  q, k, v, block_table, o, lse, part_o, part_lse, q_start, q_lens, tree, seq_lens, heads, \
-      kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, splits, chunk
+#define FD_ARGS                                                                                 \
+  q, k, v, block_table, o, lse, part_o, part_lse, plan, q_start, q_lens, tree, seq_lens, heads, \
+      kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, batch, items
 
 /** The kernel: two blocks per SM. */
 static __global__ void __launch_bounds__(L06_THREADS, 2) FD_KERNEL(FD_PARAMS) {
@@ -704,13 +720,14 @@ extern "C" int FD_PER_SM(void) {
  * over the sequence's chunks, FD_MERGE at a time, all their loads in flight at once: lesson 02's
  * online softmax with chunks for keys. The running (max, sum, O) is rescaled when a batch raises
  * the max; an empty chunk (lse -inf) weighs 0, and a row whose every chunk is empty ends with sum
- * 0: O = 0, lse = -inf. Chunk c's slot of row r: (((b * splits + c) * kv_heads + kvh) * units +
- * u) * 64 + r. A unit of one chunk was written by the main kernel and is skipped. */
+ * 0: O = 0, lse = -inf. The kernel left sequence b's first item and count in plan[b]; chunk c's
+ * slot of row r: (((first + c) * kv_heads + kvh) * units + u) * 64 + r. A sequence of one chunk
+ * was written by the main kernel and is skipped. */
 static __global__ void __launch_bounds__(L06_THREADS)
     FD_COMBINE(const float *__restrict__ part_o, const float *__restrict__ part_lse,
-               attn_bf16 *__restrict__ o, float *__restrict__ lse, const int *__restrict__ q_start,
-               const int *__restrict__ q_lens, const int *__restrict__ seq_lens, int heads,
-               int kv_heads, int max_q, int max_seq_kv, int units, int splits, int chunk) {
+               const int2 *__restrict__ plan, attn_bf16 *__restrict__ o, float *__restrict__ lse,
+               const int *__restrict__ q_start, const int *__restrict__ q_lens, int heads,
+               int kv_heads, int max_q, int units) {
 #if __CUDA_ARCH__ >= 900
   /* Launched as a programmatic dependent of the main kernel (the launcher, sm_90): the blocks may
    * be placed while the main kernel's last blocks still run; every thread waits here until that
@@ -725,14 +742,14 @@ static __global__ void __launch_bounds__(L06_THREADS)
   const int kvh = (int)(rest % (unsigned)kv_heads), b = (int)(rest / (unsigned)kv_heads);
   const int G = heads / kv_heads;
   const int q_b = min(max(q_lens[b], 1), max_q);
-  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
   const int rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
-  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
+  const int2 pl = __ldcg(plan + b); /* the sequence's first item and count */
+  const int n_chunks = pl.y;
   const int r = e / FD_C4, c4 = e % FD_C4, gr = u * FD_ROWS + r;
   if (n_chunks == 1 || r >= rows) return;
   const size_t orow = ((size_t)q_start[b] + gr / G) * heads + kvh * G + gr % G;
   const size_t cstride = (size_t)kv_heads * units * FD_ROWS; /* from chunk c to c + 1 */
-  const size_t slot0 = (((size_t)b * splits * kv_heads + kvh) * units + u) * FD_ROWS + r;
+  const size_t slot0 = (((size_t)pl.x * kv_heads + kvh) * units + u) * FD_ROWS + r;
   float mx = -INFINITY, sum = 0.f;
   float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int c0 = 0; c0 < n_chunks; c0 += FD_MERGE) {
@@ -769,8 +786,8 @@ static __global__ void __launch_bounds__(L06_THREADS)
 /** The chunks' merge, l10_draft_merge_d64(), _d128() or _d256(): FD_COMBINE over every (unit,
  * row, float4), one thread each (versions 2 and 4 use it too). See serving_decode.h. */
 extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
-                                       const float *part_lse, void *o, float *lse, int units,
-                                       int splits, int chunk, cudaStream_t stream) {
+                                       const float *part_lse, const int *plan, void *o, float *lse,
+                                       int units, cudaStream_t stream) {
   const size_t n_units = (size_t)st->batch * st->kv_heads * units;
   const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
   /* On sm_90 the merge is a programmatic dependent launch: the GPU may start placing its blocks
@@ -793,18 +810,18 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
   cfg.attrs = &attr, cfg.numAttrs = pdl ? 1 : 0;
   /* The C form of the launch: the kernel's address and an array of pointers to its arguments. */
   attn_bf16 *o16 = (attn_bf16 *)o;
-  int heads = st->heads, kv_heads = st->kv_heads, max_q = st->max_q, max_kv = st->max_seq_kv;
-  void *args[] = {(void *)&part_o,      (void *)&part_lse,   (void *)&o16,          (void *)&lse,
-                  (void *)&st->q_start, (void *)&st->q_lens, (void *)&st->seq_lens, (void *)&heads,
-                  (void *)&kv_heads,    (void *)&max_q,      (void *)&max_kv,       (void *)&units,
-                  (void *)&splits,      (void *)&chunk};
+  const int2 *plan2 = (const int2 *)plan;
+  int heads = st->heads, kv_heads = st->kv_heads, max_q = st->max_q;
+  void *args[] = {(void *)&part_o,   (void *)&part_lse,    (void *)&plan2,      (void *)&o16,
+                  (void *)&lse,      (void *)&st->q_start, (void *)&st->q_lens, (void *)&heads,
+                  (void *)&kv_heads, (void *)&max_q,       (void *)&units};
   ATTN_TRY(cudaLaunchKernelExC(&cfg, (const void *)FD_COMBINE, args));
   return cudaSuccess;
 }
 
-/** The launcher, l10_draft_d64(), _d128() or _d256(): batch x chunks x KV heads x units blocks in
- * one launch, the chunks of l10_draft_chunk(); when a sequence can be cut, FD_COMBINE after it.
- * See serving_decode.h. */
+/** The launcher, l10_draft_d64(), _d128() or _d256(): items x KV heads x units blocks in one
+ * launch, the items of l10_draft_items(); when a sequence can be cut (items > batch), FD_COMBINE
+ * after it. See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
@@ -814,15 +831,15 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int shift = 0; /* block_size = 2^shift */
   while ((1 << shift) < st->block_size) ++shift;
   const int units = l10_units_per_kv_head(st->heads, st->kv_heads, st->max_q);
-  const int chunk = l10_draft_chunk(st);
-  const int splits = attn_cdiv(st->max_seq_kv, chunk);
-  const long long blocks = (long long)st->batch * splits * st->kv_heads * units;
+  const int items = l10_draft_items(st);
+  const long long blocks = (long long)items * st->kv_heads * units;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_draft_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_units = (size_t)st->batch * st->kv_heads * units;
+  const size_t n_slots = (size_t)blocks;            /* (item, KV head, unit) */
   float *part_o = need ? (float *)workspace : NULL; /* the partial states, O then lse */
-  float *part_lse = part_o ? part_o + n_units * splits * FD_ROWS * HEAD_DIM : NULL;
+  float *part_lse = part_o ? part_o + n_slots * FD_ROWS * HEAD_DIM : NULL;
+  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * FD_ROWS) : NULL; /* then the split */
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q, *k = (const attn_bf16 *)st->k_cache,
                   *v = (const attn_bf16 *)st->v_cache;
@@ -834,11 +851,11 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
     smem_set = 1;
   }
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
-      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, st->q_start, st->q_lens,
-      st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks,
-      shift, (int)st->mask, scale_log2, units, splits, chunk);
+      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, st->q_start,
+      st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv,
+      st->max_blocks, shift, (int)st->mask, scale_log2, units, st->batch, items);
   ATTN_TRY_LAUNCH();
-  if (splits > 1)
-    return FD_MERGE_LAUNCH(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
+  if (items > st->batch)
+    return FD_MERGE_LAUNCH(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }

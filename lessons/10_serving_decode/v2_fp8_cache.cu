@@ -72,6 +72,7 @@
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
 #include "ptx.cuh"          /* lesson 04: one function per PTX instruction (USES 4) */
 #include "serving_decode.h"
+#include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
 #define FD_WARPS (L06_THREADS / 32)      /**< 4 warps */
 #define FD_TK 16                         /**< keys per warp tile: one k-step of P V */
@@ -593,8 +594,9 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
 
 /* The loop on a whiteboard (version 1's, over e4m3 tiles with their scales):
  *
- *   block i = ((b * splits + s) * kv_heads + kvh) * units + u: chunk s of sequence b, KV head kvh,
- *   group rows [64 u, 64 u + 64); the exits, the key streams and the ring as in version 1
+ *   block i = (item * kv_heads + kvh) * units + u: KV head kvh, group rows [64 u, 64 u + 64), and
+ *   the step's item `item`; the split on the device, the exits, the key streams and the ring as
+ *   in version 1
  *     Q tile (bf16) -> shared; each warp's A fragments from it: times scale log2 e, f16, in the
  *     dim order of the widened codes
  *     for each step t: wait; __syncthreads(); cp.async my tile t + FD_STAGES - 1 (codes of K and
@@ -616,14 +618,15 @@ static __device__ __forceinline__ void fd_body(
     const int *__restrict__ block_table,  // [batch, max_blocks]
     attn_bf16 *__restrict__ o,            // [total_q, heads, HEAD_DIM]
     float *__restrict__ lse,              // [total_q, heads]
-    float *__restrict__ part_o,           // [batch, splits, kv_heads, units, 64, HEAD_DIM]
-    float *__restrict__ part_lse,         // [batch, splits, kv_heads, units, 64]
+    float *__restrict__ part_o,           // [items, kv_heads, units, 64, HEAD_DIM]
+    float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
+    int2 *__restrict__ plan,              // [batch]: first item, count
     const int *__restrict__ q_start,      // [batch]
     const int *__restrict__ q_lens,       // [batch]
     const uint32_t *__restrict__ tree,    // [total_q] or NULL
     const int *__restrict__ seq_lens,     // [batch]
     int heads, int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
-    float scale_log2, int units, int splits, int chunk) {
+    float scale_log2, int units, int batch, int items) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ float part_m[FD_WARPS][16], part_l[FD_WARPS][16];
   const uint32_t sq = smem_u32(smem);
@@ -636,17 +639,24 @@ static __device__ __forceinline__ void fd_body(
   unsigned rest = blockIdx.x;
   const int u = (int)(rest % (unsigned)units);
   rest /= (unsigned)units;
-  const int kvh = (int)(rest % (unsigned)kv_heads);
-  rest /= (unsigned)kv_heads;
-  const int s = (int)(rest % (unsigned)splits), b = (int)(rest / (unsigned)splits);
+  const int kvh = (int)(rest % (unsigned)kv_heads), item = (int)(rest / (unsigned)kv_heads);
+
+  /* My item's sequence and chunk, cut here from the lengths, as version 1's. */
+  int b = item, s = 0, first_item = item, n_chunks = 1, chunk = max_seq_kv;
+  if (items > batch) {
+    chunk = l10_split_chunk_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, items);
+    b = l10_split_item_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, chunk, item, &s, &first_item,
+                           &n_chunks);
+    if (b < 0) return; /* past the step's last item */
+    if (s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0) plan[b] = make_int2(first_item, n_chunks);
+  }
 
   /* The sequence's shape, read here (clamped to the launch's limits): nothing past them is read. */
   const int G = heads / kv_heads;
   const int q_b = min(max(q_lens[b], 1), max_q);
   const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
   const int q0 = q_start[b], rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
-  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
-  if (rows <= 0 || s >= n_chunks) return; /* the same in the whole block */
+  if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
   const int rt = attn_cdiv(rows, 16), rw = rt == 1 ? 1 : rt == 2 ? 2 : 4, ns = FD_WARPS / rw;
   const int stream = warp / rw, p = warp % rw; /* my key stream, my row tile */
@@ -770,7 +780,7 @@ static __device__ __forceinline__ void fd_body(
           make_uint2(pack_bf16x2(y4.x, y4.y), pack_bf16x2(y4.z, y4.w));
       if (c4 == 0) lse[orow] = lse_r;
     } else {
-      const size_t slot = ((((size_t)b * splits + s) * kv_heads + kvh) * units + u) * FD_ROWS + r;
+      const size_t slot = (((size_t)item * kv_heads + kvh) * units + u) * FD_ROWS + r;
       *(float4 *)(part_o + slot * HEAD_DIM + c4 * 4) = y4;
       if (c4 == 0) part_lse[slot] = lse_r;
     }
@@ -782,15 +792,16 @@ static __device__ __forceinline__ void fd_body(
   const attn_bf16 *__restrict__ q, const uint8_t *__restrict__ k, const uint8_t *__restrict__ v, \
       const float *__restrict__ k_scale, const float *__restrict__ v_scale,                      \
       const int *__restrict__ block_table, attn_bf16 *__restrict__ o, float *__restrict__ lse,   \
-      float *__restrict__ part_o, float *__restrict__ part_lse, const int *__restrict__ q_start, \
-      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                         \
-      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv,      \
-      int max_blocks, int shift, int mask, float scale_log2, int units, int splits, int chunk
+      float *__restrict__ part_o, float *__restrict__ part_lse, int2 *__restrict__ plan,         \
+      const int *__restrict__ q_start, const int *__restrict__ q_lens,                           \
+      const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,            \
+      int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,              \
+      float scale_log2, int units, int batch, int items
 /** The same names, passed on. */
-#define FD_ARGS                                                                                 \
-  q, k, v, k_scale, v_scale, block_table, o, lse, part_o, part_lse, q_start, q_lens, tree,      \
-      seq_lens, heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, \
-      splits, chunk
+#define FD_ARGS                                                                                  \
+  q, k, v, k_scale, v_scale, block_table, o, lse, part_o, part_lse, plan, q_start, q_lens, tree, \
+      seq_lens, heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units,  \
+      batch, items
 
 /** The kernel: three blocks per SM. */
 static __global__ void __launch_bounds__(L06_THREADS, FD_MIN_BLOCKS) FD_KERNEL(FD_PARAMS) {
@@ -824,15 +835,15 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int shift = 0; /* block_size = 2^shift */
   while ((1 << shift) < st->block_size) ++shift;
   const int units = l10_units_per_kv_head(st->heads, st->kv_heads, st->max_q);
-  const int chunk = l10_draft_chunk(st);
-  const int splits = attn_cdiv(st->max_seq_kv, chunk);
-  const long long blocks = (long long)st->batch * splits * st->kv_heads * units;
+  const int items = l10_draft_items(st);
+  const long long blocks = (long long)items * st->kv_heads * units;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_draft_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_units = (size_t)st->batch * st->kv_heads * units;
+  const size_t n_slots = (size_t)blocks;            /* (item, KV head, unit) */
   float *part_o = need ? (float *)workspace : NULL; /* the partial states, O then lse */
-  float *part_lse = part_o ? part_o + n_units * splits * FD_ROWS * HEAD_DIM : NULL;
+  float *part_lse = part_o ? part_o + n_slots * FD_ROWS * HEAD_DIM : NULL;
+  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * FD_ROWS) : NULL; /* then the split */
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q;
   const uint8_t *k = (const uint8_t *)st->k_cache, *v = (const uint8_t *)st->v_cache;
@@ -845,10 +856,10 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   }
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
       q, k, v, st->k_scale, st->v_scale, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse,
-      st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
-      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2, units, splits, chunk);
+      plan, st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
+      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2, units, st->batch, items);
   ATTN_TRY_LAUNCH();
-  if (splits > 1) /* the chunks' merge: version 1's kernel, every (unit, row, float4) a thread */
-    return FD_MERGE_LAUNCH(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
+  if (items > st->batch) /* the chunks' merge: version 1's kernel, a thread per (row, float4) */
+    return FD_MERGE_LAUNCH(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }

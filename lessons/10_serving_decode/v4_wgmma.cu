@@ -52,6 +52,7 @@
 #include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
 #include "hopper.cuh"       /* lesson 05: wgmma and its descriptors (USES 5) */
 #include "serving_decode.h"
+#include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
 #define WG_THREADS 128 /**< one warpgroup */
 /** Keys per tile, the N of S: 64, and 32 at dim 256, where a 64-key tile of K and V would take
@@ -290,8 +291,8 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
 
 /* The loop on a whiteboard (version 1's grid and plan; one warpgroup a block):
  *
- *   block i = ((b * splits + s) * kv_heads + kvh) * units + u: chunk s of sequence b, KV head kvh,
- *   group rows [64 u, 64 u + 64); exits when the unit has no rows or the chunk no keys
+ *   block i = (item * kv_heads + kvh) * units + u: KV head kvh, group rows [64 u, 64 u + 64), the
+ *   step's item `item` cut on the device as version 1's; exits past the last item or the rows
  *     Q tile (64 rows, zeros past `rows`) -> shared by cp.async, 128-byte swizzled; one group
  *     tiles 0 .. WG_STAGES - 2 of 64 keys -> the ring, one group each (each row's page from the
  *     block table, read one tile ahead of its copies)
@@ -303,7 +304,7 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
  *       O += P V_t         WG_PK wgmma m64nDk16, P from registers; wait
  *     O / l and lse per row -> O (one chunk) or the partial states, merged by version 1's kernel
  */
-/** One block per (sequence, chunk, KV head, unit), one warpgroup. */
+/** One block per (item, KV head, unit), one warpgroup. */
 static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
     WG_KERNEL(const attn_bf16 *__restrict__ q,      // [total_q, heads, HEAD_DIM]
               const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
@@ -311,12 +312,13 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
               const int *__restrict__ block_table,  // [batch, max_blocks]
               attn_bf16 *__restrict__ o,            // [total_q, heads, HEAD_DIM]
               float *__restrict__ lse,              // [total_q, heads]
-              float *__restrict__ part_o,           // [batch, splits, kv_heads, units, 64, dim]
-              float *__restrict__ part_lse,         // [batch, splits, kv_heads, units, 64]
+              float *__restrict__ part_o,           // [items, kv_heads, units, 64, dim]
+              float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
+              int2 *__restrict__ plan,              // [batch]: first item, count
               const int *__restrict__ q_start, const int *__restrict__ q_lens,
               const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,
               int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
-              float scale_log2, int units, int splits, int chunk) {
+              float scale_log2, int units, int batch, int items) {
   extern __shared__ unsigned char smem[];
   const uint32_t sq = (smem_u32(smem) + 1023u) & ~1023u; /* swizzle atoms: 1024-byte aligned */
   const uint32_t sring = sq + WG_Q_BYTES;                /* [stage][K, V] */
@@ -326,16 +328,23 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
   unsigned rest = blockIdx.x;
   const int u = (int)(rest % (unsigned)units);
   rest /= (unsigned)units;
-  const int kvh = (int)(rest % (unsigned)kv_heads);
-  rest /= (unsigned)kv_heads;
-  const int s = (int)(rest % (unsigned)splits), b = (int)(rest / (unsigned)splits);
+  const int kvh = (int)(rest % (unsigned)kv_heads), item = (int)(rest / (unsigned)kv_heads);
+
+  /* My item's sequence and chunk, cut here from the lengths, as version 1's. */
+  int b = item, s = 0, first_item = item, n_chunks = 1, chunk = max_seq_kv;
+  if (items > batch) {
+    chunk = l10_split_chunk_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, items);
+    b = l10_split_item_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, chunk, item, &s, &first_item,
+                           &n_chunks);
+    if (b < 0) return; /* past the step's last item */
+    if (s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0) plan[b] = make_int2(first_item, n_chunks);
+  }
 
   const int G = heads / kv_heads;
   const int q_b = min(max(q_lens[b], 1), max_q);
   const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
   const int q0 = q_start[b], rows = min(WG_ROWS, G * q_b - u * WG_ROWS);
-  const int n_chunks = n_b > chunk ? attn_cdiv(n_b, chunk) : 1;
-  if (rows <= 0 || s >= n_chunks) return; /* the same in the whole block */
+  if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
 
   const size_t kv_stride = (size_t)kv_heads * HEAD_DIM;
@@ -438,7 +447,7 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
             pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv);
       if (t4 == 0) lse[orow] = lse_r;
     } else {
-      const size_t slot_r = ((((size_t)b * splits + s) * kv_heads + kvh) * units + u) * WG_ROWS + r;
+      const size_t slot_r = (((size_t)item * kv_heads + kvh) * units + u) * WG_ROWS + r;
 #pragma unroll
       for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
         *(float2 *)(part_o + slot_r * HEAD_DIM + dt * 8 + t4 * 2) =
@@ -464,8 +473,8 @@ extern "C" int WG_PER_SM(void) {
   return n;
 }
 
-/** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its chunks cut for version
- * 4's blocks per SM (l10_wg_chunk(), l10_wg_workspace_bytes()); version 1's merge kernel after it
+/** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its items for version 4's
+ * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); version 1's merge kernel after it
  * when a sequence can be cut. See serving_decode.h. */
 extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
@@ -476,15 +485,15 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int shift = 0;
   while ((1 << shift) < st->block_size) ++shift;
   const int units = l10_units_per_kv_head(st->heads, st->kv_heads, st->max_q);
-  const int chunk = l10_wg_chunk(st);
-  const int splits = attn_cdiv(st->max_seq_kv, chunk);
-  const long long blocks = (long long)st->batch * splits * st->kv_heads * units;
+  const int items = l10_wg_items(st);
+  const long long blocks = (long long)items * st->kv_heads * units;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_wg_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_units = (size_t)st->batch * st->kv_heads * units;
+  const size_t n_slots = (size_t)blocks; /* (item, KV head, unit) */
   float *part_o = need ? (float *)workspace : NULL;
-  float *part_lse = part_o ? part_o + n_units * splits * WG_ROWS * HEAD_DIM : NULL;
+  float *part_lse = part_o ? part_o + n_slots * WG_ROWS * HEAD_DIM : NULL;
+  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * WG_ROWS) : NULL; /* then the split */
   static int smem_set = 0; /* once: a launch being captured makes no other CUDA call */
   if (!smem_set) {
     ATTN_TRY(cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -493,10 +502,11 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   }
   WG_KERNEL<<<(unsigned)blocks, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       (const attn_bf16 *)st->q, (const attn_bf16 *)st->k_cache, (const attn_bf16 *)st->v_cache,
-      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, st->q_start, st->q_lens, st->tree,
-      st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks, shift,
-      (int)st->mask, st->scale * WG_LOG2E, units, splits, chunk);
+      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, st->q_start, st->q_lens,
+      st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks,
+      shift, (int)st->mask, st->scale * WG_LOG2E, units, st->batch, items);
   ATTN_TRY_LAUNCH();
-  if (splits > 1) return WG_MERGE(st, part_o, part_lse, o, lse, units, splits, chunk, stream);
+  if (items > st->batch)
+    return WG_MERGE(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }

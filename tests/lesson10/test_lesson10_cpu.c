@@ -261,6 +261,80 @@ START_TEST(units_per_kv_head) {
 }
 END_TEST
 
+/* ---- the split of a step's keys into the grid's items (the device's rule, modelled) --------- */
+
+START_TEST(split_even_lengths_keep_the_limits_cut) {
+  /* Batch 1 at 32k keys, 32 chunks fill the GPU (33 items): chunks of 1024, 32 used. */
+  const int one[1] = {32768};
+  ck_assert_int_eq(l10_split_chunk(33, 1, one, 32768), 1024);
+  ck_assert_int_eq(l10_split_count(1024, 1, one), 32);
+  /* Four equal sequences, 3 chunks each (16 items): a third of each, rounded up to 64. */
+  const int four[4] = {6000, 6000, 6000, 6000};
+  ck_assert_int_eq(l10_split_chunk(16, 4, four, 6000), 2048);
+  ck_assert_int_eq(l10_split_count(2048, 4, four), 12);
+  /* As many items as sequences: one chunk a sequence, whatever the lengths. */
+  const int mixed[3] = {5, 70000, 300};
+  ck_assert_int_eq(l10_split_chunk(3, 3, mixed, 70000), 70000);
+  ck_assert_int_eq(l10_split_count(70000, 3, mixed), 3);
+  /* Short sequences: the chunk keeps its minimum, one chunk each. */
+  const int shorts[2] = {100, 40};
+  ck_assert_int_eq(l10_split_chunk(16, 2, shorts, 4096), L06_MIN_CHUNK);
+  ck_assert_int_eq(l10_split_count(L06_MIN_CHUNK, 2, shorts), 2);
+}
+END_TEST
+
+START_TEST(split_cuts_the_long_sequence_finer) {
+  /* One of 32k among seven of 1k, 4 chunks a sequence at the limit (32 + 8 items): cut by the
+   * limit alone the long one would be 4 chunks of 8k, 8k keys a block; by the lengths (39936
+   * keys, an even share of 1248, 1280 a multiple of 64) it is 26 chunks of 1280 keys, and each
+   * short one one chunk: 33 items. */
+  const int lens[8] = {32768, 1024, 1024, 1024, 1024, 1024, 1024, 1024};
+  const int chunk = l10_split_chunk(40, 8, lens, 32768);
+  ck_assert_int_eq(chunk, 1280);
+  ck_assert_int_eq(l10_split_count(chunk, 1, lens), 26);
+  ck_assert_int_eq(l10_split_count(chunk, 8, lens), 33);
+  /* One of 8k among 31 of 1k, one chunk a sequence at the limit (32 + 32 items): 1280 again, the
+   * long one in 7 chunks, 38 items. */
+  int many[32];
+  many[0] = 8192;
+  for (int b = 1; b < 32; ++b) many[b] = 1024;
+  ck_assert_int_eq(l10_split_chunk(64, 32, many, 8192), 1280);
+  ck_assert_int_eq(l10_split_count(1280, 32, many), 38);
+}
+END_TEST
+
+/* On random batches: the chunk is a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK, the even
+ * share rounded up (64 keys less would be below it), and its count fits the items. */
+START_TEST(split_is_the_even_share_and_fits) {
+  attn_rng r;
+  attn_rng_seed(&r, 77, 3);
+  int lens[64];
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int batch = 1 + (int)attn_rng_below(&r, 64);
+    const int max_kv = 1 + (int)attn_rng_below(&r, 1u << (1 + attn_rng_below(&r, 17)));
+    const int items = batch * (1 + (int)attn_rng_below(&r, 40));
+    long long total = 0;
+    for (int b = 0; b < batch; ++b) {
+      lens[b] = 1 + (int)attn_rng_below(&r, (uint32_t)max_kv);
+      total += lens[b];
+    }
+    const int chunk = l10_split_chunk(items, batch, lens, max_kv);
+    ck_assert_int_le(l10_split_count(chunk, batch, lens), items);
+    if (items == batch) {
+      ck_assert_int_eq(chunk, max_kv);
+      continue;
+    }
+    ck_assert_int_eq(chunk % L06_CHUNK_ALIGN, 0);
+    ck_assert_int_ge(chunk, L06_MIN_CHUNK);
+    ck_assert_int_ge((long long)chunk * (items - batch), total);
+    if (chunk > L06_MIN_CHUNK)
+      ck_assert_msg((long long)(chunk - L06_CHUNK_ALIGN) * (items - batch) < total,
+                    "trial %d: chunk %d is past the even share (batch %d, items %d)", trial, chunk,
+                    batch, items);
+  }
+}
+END_TEST
+
 /* ---- e4m3 and the FP8 cache's row quantiser ------------------------------------------------ */
 
 START_TEST(e4m3_every_code_round_trips) {
@@ -918,6 +992,9 @@ int main(void) {
   tcase_add_test(tc, merge_large_lse_differences);
   tcase_add_test(tc, step_check_refuses_each_bad_field);
   tcase_add_test(tc, units_per_kv_head);
+  tcase_add_test(tc, split_even_lengths_keep_the_limits_cut);
+  tcase_add_test(tc, split_cuts_the_long_sequence_finer);
+  tcase_add_test(tc, split_is_the_even_share_and_fits);
   tcase_add_test(tc, cpu_model_of_version_2_matches_the_reference_on_the_cache);
   tcase_add_test(tc, e4m3_every_code_round_trips);
   tcase_add_test(tc, e4m3_rounds_to_nearest_even_at_every_midpoint);

@@ -67,6 +67,14 @@ static const struct {
     /* dim 256, MQA 16:1, pages of 32, trees: 16 tokens are 256 rows, four blocks */
     {{16, 1, 256, 32, L10_MASK_TREE, 2, 0, 0, {3000, 40}, {9, 16}},
      {16, 1, 256, 32, L10_MASK_TREE, 2, 0, 0, {500, 40}, {9, 16}}},
+    /* one long sequence among seven short ones, 8 tokens causal: the split on the device cuts the
+     * long one as finely as the short ones */
+    // clang-format off
+    {{32, 8, 128, 16, L10_MASK_CAUSAL, 8, 0, 0,
+      {8192, 300, 256, 256, 256, 256, 256, 256}, {8, 8, 8, 8, 8, 8, 8, 8}},
+     {32, 8, 128, 16, L10_MASK_CAUSAL, 8, 0, 0,
+      {3000, 100, 100, 100, 100, 100, 100, 100}, {8, 8, 8, 8, 8, 8, 8, 8}}},
+    // clang-format on
 };
 #define N_CASES ((int)(sizeof kCases / sizeof kCases[0]))
 
@@ -241,6 +249,13 @@ static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
   const size_t rows = (size_t)g->total_q * c->heads, on = rows * c->dim;
   ck_assert_int_eq(cudaMemset(g->d_o, 0xFF, on * 2), cudaSuccess);
   ck_assert_int_eq(cudaMemset(g->d_lse, 0xFF, rows * 4), cudaSuccess);
+  /* Versions 1, 2 and 4 write each sequence's first item and count at the workspace's end: -1
+   * there first, so that a sequence the kernel forgot is seen. */
+  const int items = g->casc ? 0 : g->wg ? l10_wg_items(&g->st) : l10_draft_items(&g->st);
+  const size_t plan_bytes = (size_t)c->batch * 2 * sizeof(int);
+  unsigned char *plan_at =
+      items > c->batch ? (unsigned char *)g->d_ws + g->ws_bytes - plan_bytes : NULL;
+  if (plan_at) ck_assert_int_eq(cudaMemset(plan_at, 0xFF, plan_bytes), cudaSuccess);
   ck_assert_int_eq(g->casc
                        ? l10_cascade_run(g->casc, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0)
                        : (g->fp8  ? l10_fp8
@@ -248,6 +263,27 @@ static void run_and_check(gpu_step *g, const step_case *c, const char *what) {
                                   : l10_draft)(&g->st, g->d_o, g->d_lse, g->d_ws, g->ws_bytes, 0),
                    cudaSuccess);
   ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+  if (plan_at) { /* the split the kernel made on the device is the host's model of it */
+    int keys[8], got[16];
+    for (int b = 0; b < c->batch; ++b) {
+      const int qb = g->ql[b] < 1 ? 1 : g->ql[b] > g->st.max_q ? g->st.max_q : g->ql[b];
+      const int nb = g->lens[b] < qb ? qb : g->lens[b];
+      keys[b] = nb > g->st.max_seq_kv ? g->st.max_seq_kv : nb;
+    }
+    const int chunk = l10_split_chunk(items, c->batch, keys, g->st.max_seq_kv);
+    const int used = l10_split_count(chunk, c->batch, keys);
+    ck_assert_int_eq(cudaMemcpy(got, plan_at, plan_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    printf("  %s: split into chunks of %d keys, %d of %d items\n", what, chunk, used, items);
+    ck_assert_int_le(used, items);
+    for (int b = 0, first = 0; b < c->batch; ++b) {
+      const int n = l10_split_count(chunk, 1, keys + b);
+      ck_assert_msg(got[2 * b] == first && got[2 * b + 1] == n,
+                    "%s: sequence %d: the device's split says first item %d, %d chunks; the "
+                    "host's model %d, %d",
+                    what, b, got[2 * b], got[2 * b + 1], first, n);
+      first += n;
+    }
+  }
   uint16_t *o = (uint16_t *)malloc(on * 2 + 2);
   float *lse = (float *)malloc(rows * 4 + 4);
   ck_assert(o && lse);
@@ -368,7 +404,7 @@ static void free_step(gpu_step *g) {
   free(g->ref_o), free(g->ref_lse), free(g->k), free(g->v), free(g->orig_o);
 }
 
-/* The step @p g runs on version 4 from here on: it cuts its chunks for its own blocks per SM, so
+/* The step @p g runs on version 4 from here on: it has items for its own blocks per SM, so
  * its workspace is sized by l10_wg_workspace_bytes(). */
 static void use_version_4(gpu_step *g) {
   g->wg = 1;
@@ -388,20 +424,20 @@ static void run_case(int i, int fp8, int wg) {
   if (wg) use_version_4(&g);
   printf(
       "case %d%s: batch %d, heads %d/%d, dim %d, pages of %d, mask %d, limits q %d keys %d, "
-      "chunk %d\n",
+      "items %d\n",
       i,
       fp8  ? " (FP8 cache)"
       : wg ? " (version 4)"
            : "",
       c->batch, c->heads, c->kv_heads, c->dim, c->block_size, c->mask, lim_q, lim_kv,
-      wg ? l10_wg_chunk(&g.st) : l10_draft_chunk(&g.st));
+      wg ? l10_wg_items(&g.st) : l10_draft_items(&g.st));
   draw(&g, c, c->lens, c->qlens, 1234u + (uint64_t)i, fp8);
   send(&g, c);
   if (fp8) fp8_quantise(&g, c);
   run_and_check(&g, c, "first call");
   run_and_check(&g, c, "second call, same workspace");
   /* The same limits, new lengths and counts on the device: each sequence shorter or as long,
-   * counts rotated; the plan (grid, chunk, workspace) is not made again. */
+   * counts rotated; the plan (grid, items, workspace) is not made again. */
   int lens2[8], q2[8];
   for (int b = 0; b < c->batch; ++b) {
     q2[b] = c->qlens[(b + 1) % c->batch];
