@@ -60,9 +60,9 @@ static __device__ __forceinline__ int l10_split_item_dev(const int *__restrict__
   int before = 0; /* items of the sequences before this group of 32 */
   for (int b0 = 0; b0 < batch; b0 += 32) {
     const int b = b0 + lane;
-    const int n =
-        b < batch ? (l10_split_keys(seq_lens, q_lens, b, max_q, max_seq_kv) + chunk - 1) / chunk
-                  : 0;
+    const int n = b < batch
+                      ? (l10_split_keys(seq_lens, q_lens, b, max_q, max_seq_kv) + chunk - 1) / chunk
+                      : 0;
     int incl = n; /* inclusive scan over the lanes: items up to and with sequence b */
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {

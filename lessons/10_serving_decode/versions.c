@@ -670,7 +670,9 @@ static int cpu_part(const attn_options *o) {
                          .mask = L10_MASK_TREE,
                          .scale = 0.125f};
     l10_reference(&st, q, qs, ql, tree, k, v, table, lens, NULL, o1, l1);
-    const int chunk = 256;
+    /* The chunk the kernels' split takes on the device for a grid of 3 chunks a sequence at the
+     * limit (T = 9, 12 items): the even share of 834 keys over 9, raised to the minimum. */
+    const int chunk = l10_split_chunk(B * (3 + 1), B, lens, st.max_seq_kv);
     if (l10_cpu_model(&st, chunk, q, qs, ql, tree, k, v, table, lens, o2, l2) == 0) {
       char what[160];
       snprintf(what, sizeof what,
@@ -681,6 +683,17 @@ static int cpu_part(const attn_options *o) {
     }
     if (status == 0)
       status = cpu_model_fp8(&st, chunk, q, qs, ql, tree, k, v, pool_blocks, table, lens, o1);
+  }
+  if (status == 0) { /* the split on the device, modelled on a step whose lengths differ */
+    static const int mixed[8] = {32768, 1024, 1024, 1024, 1024, 1024, 1024, 1024};
+    const int items =
+        8 * (4 + 1); /* 4 chunks a sequence at the limit fill the GPU, one more each */
+    const int c = l10_split_chunk(items, 8, mixed, 32768);
+    printf(
+        "the split on the device (split_device.cuh), modelled: 32k + 7 x 1k keys over %d items "
+        "(4 chunks a sequence at the limit, one more each): chunks of %d keys, the long sequence "
+        "in %d of them, %d items used; cut by the limits alone it would be 4 chunks of 8192\n",
+        items, c, l10_split_count(c, 1, mixed), l10_split_count(c, 8, mixed));
   }
   if (status == 0) status = cpu_model_cascade(o->seed);
   free(q), free(k), free(v), free(o1), free(o2), free(l1), free(l2), free(table);
