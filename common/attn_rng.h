@@ -25,6 +25,9 @@ typedef struct attn_rng {
 void attn_rng_seed(attn_rng *r, uint64_t seed, uint64_t stream);
 /** Next 32 random bits. */
 uint32_t attn_rng_u32(attn_rng *r);
+/** Move @p r forward by @p delta draws of attn_rng_u32() at once (O(log delta) steps): the fills
+ * use it to draw the pieces of one stream in parallel. */
+void attn_rng_advance(attn_rng *r, uint64_t delta);
 /** Uniform in [0, 1), 24 random bits. */
 float attn_rng_uniform(attn_rng *r);
 /** Uniform integer in [0, n), unbiased; n > 0. */

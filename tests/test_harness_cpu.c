@@ -34,6 +34,42 @@ START_TEST(rng_is_deterministic_and_streams_differ) {
 }
 END_TEST
 
+START_TEST(rng_advance_equals_that_many_draws) {
+  const uint64_t steps[6] = {0u, 1u, 2u, 3u, 1000u, 65537u};
+  for (int s = 0; s < 6; ++s) {
+    attn_rng a, b;
+    attn_rng_seed(&a, 99u, 5u);
+    b = a;
+    for (uint64_t i = 0; i < steps[s]; ++i) (void)attn_rng_u32(&a);
+    attn_rng_advance(&b, steps[s]);
+    ck_assert_msg(a.state == b.state, "advance(%llu)", (unsigned long long)steps[s]);
+    ck_assert_uint_eq(attn_rng_u32(&a), attn_rng_u32(&b));
+  }
+}
+END_TEST
+
+/* The fills draw their pieces in parallel: the values must be one stream's, in order, whatever
+ * the length (a piece is 65536 values: around and across its bounds). */
+START_TEST(fills_equal_one_sequential_stream) {
+  const size_t sizes[5] = {1u, 65535u, 65536u, 65537u, 200003u};
+  for (int s = 0; s < 5; ++s) {
+    const size_t n = sizes[s];
+    float *x = (float *)malloc(n * sizeof(float)), *y = (float *)malloc(n * sizeof(float));
+    ck_assert(x && y);
+    attn_fill_uniform(x, n, -2.0f, 3.0f, 17u, 4u);
+    attn_rng r;
+    attn_rng_seed(&r, 17u, 4u);
+    for (size_t i = 0; i < n; ++i) y[i] = -2.0f + 5.0f * attn_rng_uniform(&r);
+    ck_assert_msg(memcmp(x, y, n * sizeof(float)) == 0, "uniform, n = %zu", n);
+    attn_fill_attention_input(x, n, 17u, 4u);
+    attn_rng_seed(&r, 17u, 4u);
+    for (size_t i = 0; i < n; ++i) y[i] = attn_round_bf16(-0.75f + 2.0f * attn_rng_uniform(&r));
+    ck_assert_msg(memcmp(x, y, n * sizeof(float)) == 0, "attention input, n = %zu", n);
+    free(x), free(y);
+  }
+}
+END_TEST
+
 START_TEST(rng_ranges) {
   attn_rng r;
   attn_rng_seed(&r, 3, 3);
@@ -603,6 +639,8 @@ int main(void) {
   tcase_add_test(tc, verdict_margin);
   tcase_add_test(tc, rng_matches_pcg32_reference_stream);
   tcase_add_test(tc, rng_is_deterministic_and_streams_differ);
+  tcase_add_test(tc, rng_advance_equals_that_many_draws);
+  tcase_add_test(tc, fills_equal_one_sequential_stream);
   tcase_add_test(tc, rng_ranges);
   tcase_add_test(tc, attention_inputs_are_bf16_exact_and_offset);
   tcase_add_test(tc, bf16_known_bit_patterns);
