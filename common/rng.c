@@ -58,7 +58,9 @@ uint32_t attn_rng_below(attn_rng *r, uint32_t n) {
  * sequential draw. */
 #define FILL_PIECE ((size_t)1 << 16)
 
-void attn_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t seed, uint64_t stream) {
+/* Uniform values in [lo, hi), rounded to bf16 when @p round_bf16. */
+static void fill_pieces(float *x, size_t n, float lo, float hi, uint64_t seed, uint64_t stream,
+                        int round_bf16) {
   attn_rng base;
   attn_rng_seed(&base, seed, stream);
   const long pieces = (long)((n + FILL_PIECE - 1) / FILL_PIECE);
@@ -67,16 +69,17 @@ void attn_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t seed, ui
     attn_rng r = base;
     const size_t i0 = (size_t)p * FILL_PIECE, i1 = n - i0 < FILL_PIECE ? n : i0 + FILL_PIECE;
     attn_rng_advance(&r, i0);
-    for (size_t i = i0; i < i1; ++i) x[i] = lo + (hi - lo) * attn_rng_uniform(&r);
+    for (size_t i = i0; i < i1; ++i) {
+      const float u = lo + (hi - lo) * attn_rng_uniform(&r);
+      x[i] = round_bf16 ? attn_round_bf16(u) : u;
+    }
   }
 }
 
+void attn_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t seed, uint64_t stream) {
+  fill_pieces(x, n, lo, hi, seed, stream, 0);
+}
+
 void attn_fill_attention_input(float *x, size_t n, uint64_t seed, uint64_t stream) {
-  attn_fill_uniform(x, n, -0.75f, 1.25f, seed, stream);
-  const long pieces = (long)((n + FILL_PIECE - 1) / FILL_PIECE);
-#pragma omp parallel for schedule(static) if (pieces > 1)
-  for (long p = 0; p < pieces; ++p) {
-    const size_t i0 = (size_t)p * FILL_PIECE, i1 = n - i0 < FILL_PIECE ? n : i0 + FILL_PIECE;
-    for (size_t i = i0; i < i1; ++i) x[i] = attn_round_bf16(x[i]);
-  }
+  fill_pieces(x, n, -0.75f, 1.25f, seed, stream, 1);
 }

@@ -30,14 +30,12 @@ static __device__ __forceinline__ int l10_split_keys(const int *__restrict__ seq
   return min(max(seq_lens[b], q_b), max_seq_kv);
 }
 
-/** The chunk of this step for a grid of @p items items: the even share of the keys over
- * items - batch of them, a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK (max_seq_kv when
- * items <= batch: one chunk a sequence). sum_b ceil(n_b / chunk) <= total / chunk + batch <= items:
- * the grid holds every chunk whatever the lengths. */
+/** The chunk of this step for a grid of @p items > batch items: the even share of the keys over
+ * items - batch of them, a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK. sum_b ceil(n_b /
+ * chunk) <= total / chunk + batch <= items: the grid holds every chunk whatever the lengths. */
 static __device__ __forceinline__ int l10_split_chunk_dev(const int *__restrict__ seq_lens,
                                                           const int *__restrict__ q_lens, int batch,
                                                           int max_q, int max_seq_kv, int items) {
-  if (items <= batch) return max_seq_kv;
   long long total = 0;
   for (int b = (int)(threadIdx.x & 31); b < batch; b += 32)
     total += l10_split_keys(seq_lens, q_lens, b, max_q, max_seq_kv);
