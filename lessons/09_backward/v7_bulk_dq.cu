@@ -28,7 +28,10 @@
  * dim 64 (1.10x); 1.12-1.69x FlashAttention-2's backward on the papers' grid, 0.88-1.25x cuDNN's.
  * Below the prediction: Nsight Compute finds the kernel at 0.72 ms against version 6's 0.83, the
  * tensor pipe busy 52% of the cycles (44%); the rest is the elementwise work, the barrier and the
- * staging, in series with the products.
+ * staging, in series with the products. With the staging's stores free of bank conflicts
+ * (add_dq(); NVIDIA H200, 2026-11-27, docs/results/h200-l09e-2026-11-27): 505.5 TFLOP/s at the
+ * default shape against version 6's 418.1 (1.21x), 448.2 causal (1.19x), 439.1 at dim 64 (1.13x);
+ * 1.20-1.74x FlashAttention-2's backward on the papers' grid, 0.85-1.22x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
@@ -218,7 +221,15 @@ static __device__ __forceinline__ void dq_block(float dq[WG_NQ], uint32_t sA, ui
 
 /** The dQ block into my warpgroup's staging tile at `sDQ`, then into the fp32 dQ by TMA. Element
  * 4 nt + e is row 16 warp + g + 8 (e / 2) of the block, column 8 nt + 2 t4 + e % 2: box
- * column / 32, its 16-byte chunk (column % 32) / 4 swizzled with the row. */
+ * column / 32, its 16-byte chunk (column % 32) / 4 swizzled with the row.
+ *
+ * The order of the stores avoids bank conflicts. An 8-byte store is served half a warp at a time,
+ * and half a warp (rows g = 0-3 or 4-7, t4 = 0-3) storing the same nt would write chunks
+ * (2 (nt % 4) + t4 / 2) ^ g: only four different chunks, each twice, so every bank twice (two
+ * wavefronts where one would do; Nsight Compute counted half of the staging's wavefronts as
+ * excess). Lanes with t4 >= 2 store column block nt ^ 2 in the same turn instead (the same box;
+ * each lane still stores each of its blocks once), and the eight (g, t4 / 2) pairs of a half-warp
+ * then write eight different chunks. */
 static __device__ __forceinline__ void add_dq(const CUtensorMap *tm_dq, const float dq[WG_NQ],
                                               uint32_t sDQ, int issuer, int q0, int qa, int pd,
                                               int wg, int warp, int g, int t4, int h, int b) {
@@ -228,10 +239,13 @@ static __device__ __forceinline__ void add_dq(const CUtensorMap *tm_dq, const fl
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const int r = 16 * warp + g + 8 * hf, c = 8 * nt + 2 * t4, cc = c & 31;
+      const int swap = t4 >> 1, nx = nt ^ 2; /* this turn: block nt, or nt ^ 2 for t4 >= 2 */
+      const int r = 16 * warp + g + 8 * hf, c = 8 * (swap ? nx : nt) + 2 * t4, cc = c & 31;
+      const float x0 = swap ? dq[4 * nx + 2 * hf] : dq[4 * nt + 2 * hf];
+      const float x1 = swap ? dq[4 * nx + 2 * hf + 1] : dq[4 * nt + 2 * hf + 1];
       st_shared_v2f(sDQ + (c >> 5) * (WG_DQ_BYTES / 2) + r * 128 +
                         ((((cc >> 2) ^ (r & 7)) << 4) | ((cc & 3) << 2)),
-                    dq[4 * nt + 2 * hf], dq[4 * nt + 2 * hf + 1]);
+                    x0, x1);
     }
   fence_proxy_async(); /* the st.shared, before TMA reads them */
   named_bar_sync(1 + wg, 128);
