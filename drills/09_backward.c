@@ -1,7 +1,7 @@
-/* Drill for lesson 09: the softmax backward of one row, the D term, and the Q tiles a K/V tile
- * visits in the KV-outer backward loop.
+/* Drill for lesson 09: the softmax backward of one row, the D term, the Q tiles a K/V tile visits
+ * in the KV-outer backward loop, and the shared-memory passes of a warp's access.
  *
- * Fill in the four functions below (the contracts are in lessons/09_backward/bwd_plan.h), then run
+ * Fill in the five functions below (the contracts are in lessons/09_backward/bwd_plan.h), then run
  * `make drill-9`: it builds the checklist tests of lesson 09 (tests/lesson09/checklist.c) against
  * this file, and says which answers are wrong. Out of the box every test fails. The lesson's own
  * answers are in lessons/09_backward/bwd_plan.c; try without looking.
@@ -18,6 +18,11 @@
  *    Which tile holds it? Which is the first tile that starts at or after the first row to see the
  *    last key? Mind the last tile, which may be short, rows that see no key at all (seq_q >
  *    seq_kv), and a K/V tile cut short by the end of the keys.
+ *  - Shared-memory passes: a pass serves 128 bytes, so how many lanes does one pass serve at 4, 8
+ *    and 16 bytes a lane? Within those lanes, list the 4-byte words touched (an 8-byte access is
+ * two words), count each word once, and find the bank (word mod 32) with the most of them. The
+ * tests then apply your function to version 7's dQ staging (lessons/09_backward/dq_staging.h), in
+ * the order before and after its stores were reordered.
  */
 #include "bwd_plan.h"
 
@@ -38,5 +43,10 @@ int l09_first_q_tile(int j0, int br, int seq_q, int seq_kv, int causal) {
 
 int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int causal) {
   (void)j0, (void)bc, (void)br, (void)seq_q, (void)seq_kv, (void)causal;
+  return 0;
+}
+
+int l09_shared_passes(const unsigned offsets[32], int bytes) {
+  (void)offsets, (void)bytes;
   return 0;
 }

@@ -1,6 +1,6 @@
-/* Lesson 09's plan (bwd_plan.h): the softmax backward of one row, the D term, and the Q tiles a
- * K/V tile visits. These are the answers the checklist holds `make drill-9` to; the kernels and the
- * reference compute the same quantities. */
+/* Lesson 09's plan (bwd_plan.h): the softmax backward of one row, the D term, the Q tiles a K/V
+ * tile visits, and the shared-memory passes of a warp's access. These are the answers the checklist
+ * holds `make drill-9` to; the kernels and the reference compute the same quantities. */
 #include "bwd_plan.h"
 
 float l09_d_term(const float *d_o, const float *o, int dim) {
@@ -42,4 +42,27 @@ int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int
   const long tile = (row + br - 1) / br; /* rounded up: the tile must start at that row or later */
   const int n_tiles = l09_q_tiles(br, seq_q);
   return tile < n_tiles ? (int)tile : n_tiles;
+}
+
+int l09_shared_passes(const unsigned offsets[32], int bytes) {
+  if (bytes != 4 && bytes != 8 && bytes != 16) return 0;
+  /* 128 bytes a pass: the lanes are served in groups of 128 / bytes. */
+  const int group = 128 / bytes, words = bytes / 4;
+  int total = 0;
+  for (int g0 = 0; g0 < 32; g0 += group) {
+    /* The distinct words of the group, and per bank how many of them it holds. */
+    unsigned seen[32];
+    int n_seen = 0, per_bank[32] = {0}, passes = 0;
+    for (int l = g0; l < g0 + group; ++l)
+      for (int k = 0; k < words; ++k) {
+        const unsigned w = offsets[l] / 4 + (unsigned)k;
+        int dup = 0;
+        for (int i = 0; i < n_seen && !dup; ++i) dup = seen[i] == w;
+        if (dup) continue; /* the same word: one read or write serves both lanes */
+        seen[n_seen++] = w;
+        if (++per_bank[w % 32] > passes) passes = per_bank[w % 32];
+      }
+    total += passes;
+  }
+  return total;
 }

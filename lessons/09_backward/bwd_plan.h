@@ -1,7 +1,8 @@
 /**
  * @file bwd_plan.h
  * @brief The pure arithmetic of lesson 09 that the checklist drills (`make drill-9`): the softmax
- *        backward of one row, the D term, and the Q tiles a K/V tile visits with causal skipping.
+ *        backward of one row, the D term, the Q tiles a K/V tile visits with causal skipping, and
+ *        the shared-memory passes of a warp's access (version 7's dQ staging).
  *
  * The softmax backward. For one row, P = softmax(s) and dP = dO V^T; then
  *     dS_j = P_j (dP_j - D),  D = sum_k P_k dP_k,
@@ -40,6 +41,18 @@ int l09_first_q_tile(int j0, int br, int seq_q, int seq_kv, int causal);
  * (no such tile). 0 without the mask.
  */
 int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int causal);
+
+/**
+ * The shared-memory passes one warp-wide access takes: lane l accesses @p bytes (4, 8 or 16) at
+ * byte offset @p offsets[l] (a multiple of @p bytes). Shared memory is 32 banks of 4-byte words
+ * (bank = word mod 32) and serves 128 bytes a pass, so a 4-byte access is served for all 32 lanes
+ * at once, an 8-byte one half a warp (lanes 0-15, then 16-31) at a time, a 16-byte one a quarter at
+ * a time. Within each such group the passes are the most distinct words any one bank must serve
+ * (lanes naming the same word share it); the access takes the sum over its groups. Lesson 01
+ * measured the 4-byte case (a lane stride of s words: gcd(s, 32) passes). Returns 0 for @p bytes
+ * other than 4, 8 or 16.
+ */
+int l09_shared_passes(const unsigned offsets[32], int bytes);
 
 #ifdef __cplusplus
 }

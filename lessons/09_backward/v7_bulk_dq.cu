@@ -229,7 +229,8 @@ static __device__ __forceinline__ void dq_block(float dq[WG_NQ], uint32_t sA, ui
  * wavefronts where one would do; Nsight Compute counted half of the staging's wavefronts as
  * excess). Lanes with t4 >= 2 store column block nt ^ 2 in the same turn instead (the same box;
  * each lane still stores each of its blocks once), and the eight (g, t4 / 2) pairs of a half-warp
- * then write eight different chunks. */
+ * then write eight different chunks. dq_staging.h models these addresses and this order on the
+ * host, for the checklist's bank model. */
 static __device__ __forceinline__ void add_dq(const CUtensorMap *tm_dq, const float dq[WG_NQ],
                                               uint32_t sDQ, int issuer, int q0, int qa, int pd,
                                               int wg, int warp, int g, int t4, int h, int b) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "bwd_plan.h"
+#include "dq_staging.h"
 
 enum { MAX_N = 64, MAX_DIM = 128 };
 
@@ -308,6 +309,76 @@ START_TEST(q_tiles_by_hand) {
 }
 END_TEST
 
+/* ---- Shared-memory passes (l09_shared_passes) --------------------------------------------------
+ * Lesson 01's 4-byte patterns first, then wider accesses, then version 7's dQ staging. */
+
+START_TEST(shared_passes_by_hand) {
+  unsigned off[32];
+  for (int l = 0; l < 32; ++l) off[l] = 4u * (unsigned)l; /* one word a lane, each bank once */
+  ck_assert_int_eq(l09_shared_passes(off, 4), 1);
+  for (int l = 0; l < 32; ++l) off[l] = 8u * (unsigned)l; /* a stride of 2 words: 2 per bank */
+  ck_assert_int_eq(l09_shared_passes(off, 4), 2);
+  for (int l = 0; l < 32; ++l) off[l] = 128u * (unsigned)l; /* a stride of 32: all in bank 0 */
+  ck_assert_int_eq(l09_shared_passes(off, 4), 32);
+  for (int l = 0; l < 32; ++l) off[l] = 132u * (unsigned)l; /* rows of 33 words: padded */
+  ck_assert_int_eq(l09_shared_passes(off, 4), 1);
+  for (int l = 0; l < 32; ++l) off[l] = 0; /* one word for every lane: a broadcast */
+  ck_assert_int_eq(l09_shared_passes(off, 4), 1);
+  /* 8 bytes a lane, contiguous: each half-warp 128 bytes, one pass each. */
+  for (int l = 0; l < 32; ++l) off[l] = 8u * (unsigned)l;
+  ck_assert_int_eq(l09_shared_passes(off, 8), 2);
+  /* 8 bytes at a 16-byte stride: a half-warp spans 256 bytes, so each bank it uses twice. */
+  for (int l = 0; l < 32; ++l) off[l] = 16u * (unsigned)l;
+  ck_assert_int_eq(l09_shared_passes(off, 8), 4);
+  /* 16 bytes a lane, contiguous: four quarter-warps of 128 bytes. */
+  ck_assert_int_eq(l09_shared_passes(off, 16), 4);
+  /* 16 bytes at a 32-byte stride: each quarter-warp spans 256 bytes. */
+  for (int l = 0; l < 32; ++l) off[l] = 32u * (unsigned)l;
+  ck_assert_int_eq(l09_shared_passes(off, 16), 8);
+  /* Widths the banks do not serve in one access. */
+  ck_assert_int_eq(l09_shared_passes(off, 2), 0);
+  ck_assert_int_eq(l09_shared_passes(off, 32), 0);
+}
+END_TEST
+
+/* The byte offsets of one warp's 8-byte stores of dQ in turn nt, row half hf: lane (g, t4) stores
+ * row 16 warp + g + 8 hf, columns 2 t4 and 2 t4 + 1 of column block nt, or of the block
+ * l09_dq_staging_block() gives when @p reordered (version 7 as it is). */
+static void staging_stores(unsigned off[32], int warp, int nt, int hf, int reordered) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane >> 2, t4 = lane & 3;
+    const int block = reordered ? l09_dq_staging_block(nt, t4) : nt;
+    off[lane] = l09_dq_staging_offset(16 * warp + g + 8 * hf, 8 * block + 2 * t4);
+  }
+}
+
+/* Every store of a warpgroup's staging, in the first order or reordered, takes @p want passes. */
+static void staging_passes_are(int reordered, int want) {
+  unsigned off[32];
+  for (int warp = 0; warp < 4; ++warp)
+    for (int nt = 0; nt < 8; ++nt)
+      for (int hf = 0; hf < 2; ++hf) {
+        staging_stores(off, warp, nt, hf, reordered);
+        const int got = l09_shared_passes(off, 8);
+        ck_assert_msg(got == want, "%s: warp %d, turn %d, half %d: %d passes, want %d",
+                      reordered ? "reordered" : "first order", warp, nt, hf, got, want);
+      }
+}
+
+/* Version 7's first order: a half-warp writes four chunks, each from two rows, so every store of
+ * the staging takes two passes a half-warp where 256 bytes need two in all. Nsight Compute counted
+ * the same: half of the staging's wavefronts excess. */
+START_TEST(dq_staging_in_block_order_takes_two_passes_a_half_warp) {
+  staging_passes_are(0, 4);
+}
+END_TEST
+
+/* Reordered, a half-warp writes eight different chunks: one pass each. */
+START_TEST(dq_staging_reordered_takes_one_pass_a_half_warp) {
+  staging_passes_are(1, 2);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("checklist-9");
   TCase *g = tcase_create("softmax backward");
@@ -324,6 +395,11 @@ int main(void) {
   tcase_add_test(t, first_unmasked_q_tile_matches_a_scan);
   tcase_add_test(t, q_tiles_by_hand);
   suite_add_tcase(s, t);
+  TCase *b = tcase_create("shared-memory passes");
+  tcase_add_test(b, shared_passes_by_hand);
+  tcase_add_test(b, dq_staging_in_block_order_takes_two_passes_a_half_warp);
+  tcase_add_test(b, dq_staging_reordered_takes_one_pass_a_half_warp);
+  suite_add_tcase(s, b);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   const int failed = srunner_ntests_failed(sr);

@@ -10,6 +10,7 @@
 #include "attn_causal.h"
 #include "attn_test.h"
 #include "bwd_plan.h"
+#include "dq_staging.h"
 #include "reference_bwd.h"
 
 /* Q, K, V and dO of one problem, drawn as the harness draws its inputs (bf16-exact, not centred).
@@ -408,6 +409,35 @@ START_TEST(plan_bounds_equal_the_kernels_bounds) {
 }
 END_TEST
 
+/* Version 7's reordered staging stores still write every element of a warpgroup's dQ block once:
+ * over its 16 turns each lane stores each of its 16 (block, row half) pairs once, and the
+ * warpgroup's 2048 8-byte stores cover the 16 KB tile without overlap. */
+START_TEST(dq_staging_reordered_writes_every_element_once) {
+  static unsigned char hits[64 * 64 * 4];
+  memset(hits, 0, sizeof hits);
+  for (int warp = 0; warp < 4; ++warp)
+    for (int lane = 0; lane < 32; ++lane) {
+      const int g = lane >> 2, t4 = lane & 3;
+      int seen = 0; /* bit 2 block + hf: the lane's pairs stored so far */
+      for (int nt = 0; nt < 8; ++nt) {
+        const int block = l09_dq_staging_block(nt, t4);
+        ck_assert(block >= 0 && block < 8 && block >> 2 == nt >> 2); /* the same box */
+        for (int hf = 0; hf < 2; ++hf) {
+          const int bit = 1 << (2 * block + hf);
+          ck_assert_msg(!(seen & bit), "lane %d stores block %d, half %d twice", lane, block, hf);
+          seen |= bit;
+          const unsigned off = l09_dq_staging_offset(16 * warp + g + 8 * hf, 8 * block + 2 * t4);
+          ck_assert(off % 8 == 0 && off + 8 <= sizeof hits);
+          for (int k = 0; k < 8; ++k) ++hits[off + k];
+        }
+      }
+      ck_assert_int_eq(seen, 0xffff);
+    }
+  for (size_t i = 0; i < sizeof hits; ++i)
+    ck_assert_msg(hits[i] == 1, "byte %zu of the tile written %d times", i, hits[i]);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson09-cpu");
   TCase *r = tcase_create("backward reference");
@@ -421,6 +451,9 @@ int main(void) {
   tcase_add_test(k, small_problems_check_every_key_row);
   tcase_add_test(k, big_problems_check_two_pairs);
   suite_add_tcase(s, k);
+  TCase *q = tcase_create("dQ staging");
+  tcase_add_test(q, dq_staging_reordered_writes_every_element_once);
+  suite_add_tcase(s, q);
   TCase *t = tcase_create("Q tile bounds");
   tcase_add_loop_test(t, plan_bounds_equal_the_kernels_bounds, 0, N_BOUND_LENS);
   suite_add_tcase(s, t);
