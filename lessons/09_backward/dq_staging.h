@@ -13,9 +13,10 @@
  * 16 warp + g + 8 h (h = 0, 1) and columns 2 t4, 2 t4 + 1 of the block (g = lane / 4,
  * t4 = lane % 4), which it stores with one 8-byte `st.shared.v2.f32`. An 8-byte access is served
  * half a warp at a time (16 lanes, 128 bytes). If the half-warp stores one column block, lanes g
- * and g ^ 1 write the same four chunks of their rows, so each bank twice: two passes where one would
- * do. Version 7 lets the lanes with t4 >= 2 store block nt ^ 2 in turn nt (l09_dq_staging_block()),
- * and the eight (g, t4 / 2) pairs of a half-warp then write eight different chunks.
+ * and g ^ 1 write the same four chunks of their rows, so each bank twice: two passes where one
+ * would do. Version 7 lets the lanes with t4 >= 2 store block nt ^ 2 in turn nt
+ * (l09_dq_staging_block()), and the eight (g, t4 / 2) pairs of a half-warp then write eight
+ * different chunks.
  *
  * The kernel writes the same expressions inline (keeping its machine code as measured); the host
  * functions are their model, not a second implementation the kernel calls.
@@ -27,7 +28,8 @@
  * c / 32, row r of it, chunk (c % 32) / 4 swizzled with the row, 4 bytes a column. */
 static inline unsigned l09_dq_staging_offset(int r, int c) {
   const int cc = c & 31;
-  return (unsigned)((c >> 5) * (64 * 32 * 4) + r * 128 + ((((cc >> 2) ^ (r & 7)) << 4) | ((cc & 3) << 2)));
+  return (unsigned)((c >> 5) * (64 * 32 * 4) + r * 128 +
+                    ((((cc >> 2) ^ (r & 7)) << 4) | ((cc & 3) << 2)));
 }
 
 /** The column block (of 8 columns, 0..7) that the lane with @p t4 = lane % 4 stores in turn @p nt:
