@@ -22,63 +22,90 @@
 
 #include "flash_decoding.h" /* L06_MIN_CHUNK, L06_CHUNK_ALIGN (USES 6) */
 
-/** Sequence @p b's keys as the kernels clamp them: at least its draft tokens, at most the limit. */
-static __device__ __forceinline__ int l10_split_keys(const int *__restrict__ seq_lens,
-                                                     const int *__restrict__ q_lens, int b,
-                                                     int max_q, int max_seq_kv) {
-  const int q_b = min(max(q_lens[b], 1), max_q);
-  return min(max(seq_lens[b], q_b), max_seq_kv);
+/** What a block learns of its item: its sequence b (-1 past the step's last item), the chunk s of
+ * it, the sequence's first item and count of chunks, the chunk's keys, and the sequence's draft
+ * tokens q_b, keys n_b (clamped as the kernels clamp them) and first row q0 in the packed Q. */
+typedef struct l10_item {
+  int b, s, first, n_chunks, chunk, q_b, n_b, q0;
+} l10_item;
+
+/** Sequence @p b's draft tokens, clamped to 1..max_q. */
+static __device__ __forceinline__ int l10_split_q(const int *__restrict__ q_lens, int b,
+                                                  int max_q) {
+  return min(max(q_lens[b], 1), max_q);
 }
 
-/** The chunk of this step for a grid of @p items > batch items: the even share of the keys over
- * items - batch of them, a multiple of L06_CHUNK_ALIGN, at least L06_MIN_CHUNK. sum_b ceil(n_b /
- * chunk) <= total / chunk + batch <= items: the grid holds every chunk whatever the lengths. */
-static __device__ __forceinline__ int l10_split_chunk_dev(const int *__restrict__ seq_lens,
-                                                          const int *__restrict__ q_lens, int batch,
-                                                          int max_q, int max_seq_kv, int items) {
-  long long total = 0;
-  for (int b = (int)(threadIdx.x & 31); b < batch; b += 32)
-    total += l10_split_keys(seq_lens, q_lens, b, max_q, max_seq_kv);
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xffffffffu, total, d);
-  const long long share = (total + (items - batch) - 1) / (items - batch);
-  const long long c = share < L06_MIN_CHUNK ? L06_MIN_CHUNK : share;
-  return (int)((c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN * L06_CHUNK_ALIGN);
-}
-
-/** The sequence of item @p item for chunks of @p chunk keys, and in @p s its chunk there, in
- * @p first the sequence's first item and in @p n_chunks its count; -1 past the step's last item.
- * The same in every lane. */
-static __device__ __forceinline__ int l10_split_item_dev(const int *__restrict__ seq_lens,
-                                                         const int *__restrict__ q_lens, int batch,
-                                                         int max_q, int max_seq_kv, int chunk,
-                                                         int item, int *s, int *first,
-                                                         int *n_chunks) {
+/** Item @p item of a grid of @p items for this step's lengths. The same in every lane. Every read
+ * of the lengths is issued at once, the first 32 sequences' kept in registers, so that the split
+ * adds one load's latency to the block's start at most, and arithmetic. */
+static __device__ __forceinline__ l10_item l10_split_dev(const int *__restrict__ seq_lens,
+                                                         const int *__restrict__ q_lens,
+                                                         const int *__restrict__ q_start, int batch,
+                                                         int max_q, int max_seq_kv, int items,
+                                                         int item) {
+  l10_item it;
+  if (items <= batch) { /* one chunk a sequence: the item is the sequence */
+    it.b = item, it.s = 0, it.first = item, it.n_chunks = 1, it.chunk = max_seq_kv;
+    it.q_b = l10_split_q(q_lens, item, max_q);
+    it.n_b = min(max(seq_lens[item], it.q_b), max_seq_kv);
+    it.q0 = q_start[item];
+    return it;
+  }
   const int lane = (int)(threadIdx.x & 31);
+  /* 1. The keys of every sequence, summed (l10_step_check() keeps the sum an int). */
+  int q0r = 0, qbr = 1, nr = 0; /* sequence `lane`'s, for the first 32 */
+  if (lane < batch) {
+    qbr = l10_split_q(q_lens, lane, max_q);
+    nr = min(max(seq_lens[lane], qbr), max_seq_kv);
+    q0r = q_start[lane];
+  }
+  int sum = nr;
+  for (int b = lane + 32; b < batch; b += 32) {
+    const int qb = l10_split_q(q_lens, b, max_q);
+    sum += min(max(seq_lens[b], qb), max_seq_kv);
+  }
+  const unsigned total = __reduce_add_sync(0xffffffffu, (unsigned)sum);
+  /* 2. The chunk: the even share over the T = items - batch chunks, a multiple of
+   * L06_CHUNK_ALIGN, at least L06_MIN_CHUNK. */
+  const unsigned target = (unsigned)(items - batch);
+  unsigned c = (total + target - 1) / target;
+  c = c < L06_MIN_CHUNK ? L06_MIN_CHUNK : c;
+  c = (c + L06_CHUNK_ALIGN - 1) / L06_CHUNK_ALIGN * L06_CHUNK_ALIGN;
+  it.chunk = (int)c;
+  /* 3. The sequence whose items hold mine: a prefix sum of the counts ceil(n_b / chunk), 32
+   * sequences at a time. */
   int before = 0; /* items of the sequences before this group of 32 */
   for (int b0 = 0; b0 < batch; b0 += 32) {
     const int b = b0 + lane;
-    const int n = b < batch
-                      ? (l10_split_keys(seq_lens, q_lens, b, max_q, max_seq_kv) + chunk - 1) / chunk
-                      : 0;
-    int incl = n; /* inclusive scan over the lanes: items up to and with sequence b */
+    int qb = qbr, n = nr;
+    if (b0 > 0) {
+      qb = b < batch ? l10_split_q(q_lens, b, max_q) : 1;
+      n = b < batch ? min(max(seq_lens[b], qb), max_seq_kv) : 0;
+    }
+    const int cnt = (int)(((unsigned)n + c - 1) / c); /* 0 past the batch */
+    int incl = cnt;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int y = __shfl_up_sync(0xffffffffu, incl, d);
       if (lane >= d) incl += y;
     }
     const unsigned hit =
-        __ballot_sync(0xffffffffu, n > 0 && item >= before + incl - n && item < before + incl);
+        __ballot_sync(0xffffffffu, cnt > 0 && item >= before + incl - cnt && item < before + incl);
     if (hit) {
       const int src = __ffs(hit) - 1;
-      *first = before + __shfl_sync(0xffffffffu, incl - n, src);
-      *n_chunks = __shfl_sync(0xffffffffu, n, src);
-      *s = item - *first;
-      return b0 + src;
+      it.b = b0 + src;
+      it.first = before + __shfl_sync(0xffffffffu, incl - cnt, src);
+      it.n_chunks = __shfl_sync(0xffffffffu, cnt, src);
+      it.s = item - it.first;
+      it.q_b = __shfl_sync(0xffffffffu, qb, src);
+      it.n_b = __shfl_sync(0xffffffffu, n, src);
+      it.q0 = b0 == 0 ? __shfl_sync(0xffffffffu, q0r, src) : q_start[it.b];
+      return it;
     }
     before += __shfl_sync(0xffffffffu, incl, 31);
   }
-  return -1;
+  it.b = -1, it.s = 0, it.first = 0, it.n_chunks = 0, it.q_b = 1, it.n_b = 0, it.q0 = 0;
+  return it;
 }
 
 #endif /* L10_SPLIT_DEVICE_CUH */

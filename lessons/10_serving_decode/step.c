@@ -64,13 +64,17 @@ int l10_step_check(const l10_step *s, char *err, size_t err_len) {
     if (!need[i].p) return refuse(err, err_len, "%s: NULL", need[i].name);
   if (!isfinite(s->scale) || s->scale <= 0.0f)
     return refuse(err, err_len, "scale %g: a finite number above 0", (double)s->scale);
-  /* The kernels index the block table and the rows of O and the LSE with ints. */
+  /* The kernels index the block table and the rows of O and the LSE, and sum the keys, with ints.
+   */
   if ((long long)s->batch * s->max_blocks > INT_MAX)
     return refuse(err, err_len, "batch %d x max_blocks %d: more block-table entries than an int",
                   s->batch, s->max_blocks);
   if ((long long)s->batch * s->max_q * s->heads > INT_MAX)
     return refuse(err, err_len, "batch %d x max_q %d x heads %d: more rows than an int", s->batch,
                   s->max_q, s->heads);
+  if ((long long)s->batch * s->max_seq_kv > INT_MAX) /* the step's keys, summed on the device */
+    return refuse(err, err_len, "batch %d x max_seq_kv %d: more keys than an int", s->batch,
+                  s->max_seq_kv);
   return 0;
 }
 

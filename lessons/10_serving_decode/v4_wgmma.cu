@@ -330,20 +330,18 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
   rest /= (unsigned)units;
   const int kvh = (int)(rest % (unsigned)kv_heads), item = (int)(rest / (unsigned)kv_heads);
 
-  /* My item's sequence and chunk, cut here from the lengths, as version 1's. */
-  int b = item, s = 0, first_item = item, n_chunks = 1, chunk = max_seq_kv;
-  if (items > batch) {
-    chunk = l10_split_chunk_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, items);
-    b = l10_split_item_dev(seq_lens, q_lens, batch, max_q, max_seq_kv, chunk, item, &s, &first_item,
-                           &n_chunks);
-    if (b < 0) return; /* past the step's last item */
-    if (s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0) plan[b] = make_int2(first_item, n_chunks);
-  }
-
+  /* My item's sequence and chunk, cut here from the lengths (split_device.cuh; every warp alike,
+   * the same in the whole block), and the sequence's shape, clamped to the launch's limits:
+   * nothing past them is read. */
+  const l10_item it =
+      l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
+  if (it.b < 0) return; /* past the step's last item */
+  const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
+  if (items > batch && s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0)
+    plan[b] = make_int2(it.first, n_chunks); /* for the merge */
   const int G = heads / kv_heads;
-  const int q_b = min(max(q_lens[b], 1), max_q);
-  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
-  const int q0 = q_start[b], rows = min(WG_ROWS, G * q_b - u * WG_ROWS);
+  const int q_b = it.q_b, n_b = it.n_b;
+  const int q0 = it.q0, rows = min(WG_ROWS, G * q_b - u * WG_ROWS);
   if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
 

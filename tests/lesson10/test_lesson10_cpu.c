@@ -240,6 +240,7 @@ START_TEST(step_check_refuses_each_bad_field) {
   REFUSED("scale", s_.scale = INFINITY);
   REFUSED("max_blocks", (s_.batch = 1 << 20, s_.max_blocks = 1 << 12));
   REFUSED("rows", (s_.batch = 1 << 24, s_.max_blocks = 1, s_.block_size = 1 << 10));
+  REFUSED("max_seq_kv", (s_.batch = 1 << 12, s_.max_seq_kv = 1 << 20, s_.max_blocks = 1 << 16));
   /* no room for a reason, or none given: still refused, no crash */
   s = good_step();
   s.batch = 0;
