@@ -651,7 +651,10 @@ static __device__ __forceinline__ void fd_body(
   if (items > batch && s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0)
     plan[b] = make_int2(it.first, n_chunks); /* for the merge */
   const int G = heads / kv_heads;
-  const int q_b = it.q_b, n_b = it.n_b;
+  /* q_b and n_b read again (L1), not kept from the split: held in registers across the loop they
+   * pushed this kernel past its three-blocks-an-SM budget (168 registers, 12 bytes spilled) */
+  const int q_b = min(max(q_lens[b], 1), max_q);
+  const int n_b = min(max(seq_lens[b], q_b), max_seq_kv);
   const int q0 = it.q0, rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
   if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
