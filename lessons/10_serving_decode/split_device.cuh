@@ -26,7 +26,14 @@
  * it, the sequence's first item and count of chunks, the chunk's keys, and the sequence's draft
  * tokens q_b, keys n_b (clamped as the kernels clamp them) and first row q0 in the packed Q. */
 typedef struct l10_item {
-  int b, s, first, n_chunks, chunk, q_b, n_b, q0;
+  int b;        /**< the sequence, -1 past the step's last item */
+  int s;        /**< the chunk of it */
+  int first;    /**< the sequence's first item */
+  int n_chunks; /**< the sequence's count of chunks */
+  int chunk;    /**< keys a chunk */
+  int q_b;      /**< the sequence's draft tokens, clamped to 1..max_q */
+  int n_b;      /**< its keys, clamped to q_b..max_seq_kv */
+  int q0;       /**< its first row in the packed Q */
 } l10_item;
 
 /** Sequence @p b's draft tokens, clamped to 1..max_q. */
