@@ -405,9 +405,11 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
   const int issuer = (tid & 127) == 0; /* my warpgroup's thread that issues its reductions */
 
   if (n_walk > 0) mbar_wait(bar_kv, 0);
+  int h = kvh * grp, qt = first; /* step t's head and Q tile, walked without a division */
   for (int t = 0; t < n_walk; ++t) {
-    const int st = t % WG_STAGES, buf = t & 1;
-    const int h = kvh * grp + t / per_head, qt = first + t % per_head, q0 = qt * WG_BR;
+    const int st = t % WG_STAGES, buf = t & 1, q0 = qt * WG_BR;
+    int h1 = h, qt1 = qt + 1; /* step t + 1's */
+    if (qt1 == n_q_tiles) qt1 = first, ++h1;
     const uint32_t sQ = sQ0 + st * WG_Q_BYTES, sO = sO0 + st * WG_Q_BYTES;
     const uint32_t sDS = sDS0 + buf * WG_DS_BYTES;
     const float *sL = sLD_f + buf * 2 * WG_BR, *sD = sL + WG_BR;
@@ -423,8 +425,7 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
      * barrier; its buffer was last read in step t - 1, before the barrier of step t - 1). */
     float ld_next = 0.f;
     if (t + 1 < n_walk) {
-      const int h1 = kvh * grp + (t + 1) / per_head, q1 = (first + (t + 1) % per_head) * WG_BR;
-      ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, q1, seq_q);
+      ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, qt1 * WG_BR, seq_q);
     }
     wgmma_wait0();
     reg_fence(s, WG_NS);
@@ -451,8 +452,10 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     __syncthreads();     /* dS whole; every product of step t - 1 has finished */
     if (tid == 0 && t + WG_STAGES - 1 < n_walk) {
       const int t2 = t + WG_STAGES - 1, s2 = t2 % WG_STAGES; /* its stage was step t - 1's */
-      issue_q_step(&tm_q, &tm_o, sQ0 + s2 * WG_Q_BYTES, sO0 + s2 * WG_Q_BYTES, bar_q + 8 * s2,
-                   kvh * grp + t2 / per_head, (first + t2 % per_head) * WG_BR, b);
+      int h2 = h1, qt2 = qt1; /* step t2's: t + 1's, or the one after it */
+      if (WG_STAGES == 3 && ++qt2 == n_q_tiles) qt2 = first, ++h2;
+      issue_q_step(&tm_q, &tm_o, sQ0 + s2 * WG_Q_BYTES, sO0 + s2 * WG_Q_BYTES, bar_q + 8 * s2, h2,
+                   qt2 * WG_BR, b);
     }
 
     /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. */
@@ -467,6 +470,7 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
 
     /* Into the fp32 dQ: through my staging tile and TMA. */
     add_dq(&tm_dq, dq, sDQ0 + wg * WG_DQ_BYTES, issuer, q0, qa, pd, wg, warp, g, t4, h, b);
+    h = h1, qt = qt1;
   }
   if (issuer) bulk_wait0(); /* the last reductions done before the block ends */
 
