@@ -31,7 +31,11 @@
  * staging, in series with the products. With the staging's stores free of bank conflicts
  * (add_dq(); NVIDIA H200, 2026-11-27, docs/results/h200-l09e-2026-11-27): 505.5 TFLOP/s at the
  * default shape against version 6's 418.1 (1.21x), 448.2 causal (1.19x), 439.1 at dim 64 (1.13x);
- * 1.20-1.74x FlashAttention-2's backward on the papers' grid, 0.85-1.22x cuDNN's.
+ * 1.20-1.74x FlashAttention-2's backward on the papers' grid, 0.85-1.22x cuDNN's. With the walk's
+ * (head, Q tile) kept in two counters instead of divided out of the step each time (NVIDIA H200,
+ * 2026-11-27, docs/results/h200-l09g-2026-11-27): 518.2 TFLOP/s at the default shape against
+ * version 6's 415.1 (1.25x), 471.1 causal (1.25x), 440.8 at dim 64 (1.15x); 1.23-2.01x
+ * FlashAttention-2's backward on the papers' grid, 0.88-1.09x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
