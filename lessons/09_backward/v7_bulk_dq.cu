@@ -35,7 +35,11 @@
  * (head, Q tile) kept in two counters instead of divided out of the step each time (NVIDIA H200,
  * 2026-11-27, docs/results/h200-l09g-2026-11-27): 518.2 TFLOP/s at the default shape against
  * version 6's 415.1 (1.25x), 471.1 causal (1.25x), 440.8 at dim 64 (1.15x); 1.23-2.01x
- * FlashAttention-2's backward on the papers' grid, 0.88-1.09x cuDNN's.
+ * FlashAttention-2's backward on the papers' grid, 0.88-1.09x cuDNN's. With warpgroup 1's dQ
+ * product issued before warpgroup 0's (a named barrier), and at dim 128 dV and dK issued after
+ * dQ (NVIDIA H200, 2026-11-27, docs/results/h200-l09h-2026-11-27): 539.8 TFLOP/s at the default
+ * shape against version 6's 418.0 (1.29x), 477.6 causal (1.27x), 463.6 at dim 64 (1.20x);
+ * 1.18-1.83x FlashAttention-2's backward on the papers' grid, 0.90-1.21x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
@@ -70,6 +74,13 @@
 #define WG_DS_BYTES (WG_BR * WG_BC * 2)    /**< one dS buffer, bf16 [Br][Bc] */
 #define WG_LD_BYTES (2 * WG_BR * 4)        /**< L and D of one Q tile, fp32 */
 #define WG_DQ_BYTES (64 * 64 * 4) /**< a warpgroup's dQ block, fp32: two boxes of 32 columns */
+/** The named barrier by which warpgroup 0 lets warpgroup 1 issue its dQ product first (1 and 2
+ * are the warpgroups' own, add_dq()). */
+#define WG_BAR_DQ_ORDER 3
+/** 1 where dV and dK are issued after dQ (dim 128), so that they run while dQ is staged and
+ * added; at dim 64 the P^T and dS^T fragments held past the block barrier leave ptxas too few
+ * registers and it serialises the wgmma (C7511), so there they go first, as in version 6. */
+#define WG_KV_AFTER_DQ (HEAD_DIM == 128)
 /** Dynamic shared memory: K, V, the Q and dO stages, two dS buffers, the dQ staging tiles, two L/D
  * buffers, the mbarriers (K/V, then one per stage), and 1024 bytes to align the start to a swizzle
  * atom. */
@@ -299,14 +310,17 @@ static __device__ __forceinline__ void store_dk_dv(attn_bf16 *__restrict__ dk,
  *     for each step t of the walk (Q tile i, stage t % S, dS and L/D buffer t % 2):
  *       wait bar_q[t % S] (phase (t / S) & 1)              Q_i, dO_i are in
  *       product_t: S^T = K_w Q_i^T,  dP^T = V_w dO_i^T      wgmma from shared memory, one group
- *       (lse, D of step t + 1 from global, meanwhile);  wgmma wait 0
+ *       (lse, D of step t + 1 from global, meanwhile);  wgmma wait 0 (dim 128: dV, dK of t - 1 too)
  *       p_ds_t: P^T = exp2(S^T scale log2e - lse_i log2e), dS^T = P^T o (dP^T - D_i),
  *               masked as version 4;  both packed as A fragments
- *       accumulate_t: dV_w += P^T dO_i,  dK_w += dS^T Q_i   wgmma, A from registers, not waited
+ *       dim 64: accumulate_t: dV_w += P^T dO_i, dK_w += dS^T Q_i   wgmma, A from registers
  *       store_ds: dS^T -> dS[t % 2] (stmatrix.trans);  lse, D of step t + 1 -> buffer (t + 1) % 2
  *       fence.proxy.async;  __syncthreads                  dS is whole; step t - 1 read its stage
  *       thread 0: step t + S - 1 -> stage (t + S - 1) % S  (TMA)
- *       dq_block: dQ block = dS K_j over the 128 keys       wgmma; wait 0 (dV and dK done too)
+ *       warpgroup 0: bar.sync 3                             warpgroup 1 has issued its dQ
+ *       dq_block: dQ block = dS K_j over the 128 keys       wgmma
+ *       warpgroup 1: bar.arrive 3
+ *       dim 128: accumulate_t: dV_w += P^T dO_i, dK_w += dS^T Q_i;  wait 1 (dQ);  dim 64: wait 0
  *       add_dq:                                            dQ_acc[rows of the block] += dQ block
  *       issuer: cp.async.bulk.wait_group.read 0            the last reduction has read sDQ[w]
  *       bar.sync (warpgroup);  dQ block -> sDQ[w] (swizzled);  fence.proxy.async;  bar.sync
@@ -431,9 +445,11 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     if (t + 1 < n_walk) {
       ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, qt1 * WG_BR, seq_q);
     }
-    wgmma_wait0();
+    wgmma_wait0(); /* with WG_KV_AFTER_DQ, also the previous step's dV and dK */
     reg_fence(s, WG_NS);
     reg_fence(dp, WG_NS);
+    reg_fence(acc_dv, WG_NKV);
+    reg_fence(acc_dk, WG_NKV);
 
     /* P^T and dS^T, masked where the tile needs it (diagonal, rows past seq_q, keys past seq_kv).
      */
@@ -443,12 +459,12 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
            scale_log2);
 
     /* dV_w += P^T dO and dK_w += dS^T Q: the queries are the k of both. */
-    reg_fence(acc_dv, WG_NKV);
-    reg_fence(acc_dk, WG_NKV);
-    wgmma_fence();
-    accumulate_t(acc_dv, pa, sO);
-    accumulate_t(acc_dk, da, sQ);
-    wgmma_commit();
+    if (!WG_KV_AFTER_DQ) {
+      wgmma_fence();
+      accumulate_t(acc_dv, pa, sO);
+      accumulate_t(acc_dk, da, sQ);
+      wgmma_commit();
+    }
 
     store_ds(sDS, da, qr, kc); /* dS^T -> dS[buf], a query per row */
     if (t + 1 < n_walk && tid < 2 * WG_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + tid] = ld_next;
@@ -462,20 +478,32 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
                    qt2 * WG_BR, b);
     }
 
-    /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. */
+    /* dQ block = dS K over the 128 keys: rows qa.., columns 64 pd.. Warpgroup 1 issues first:
+     * warpgroup 0's thread 0 has just issued the copies above, and the warpgroup that waits for
+     * it should be the one that goes second (forcing the other order cost up to 6%). */
     float dq[WG_NQ];
+    if (wg == 0) named_bar_sync(WG_BAR_DQ_ORDER, 2 * 128);
     wgmma_fence();
     dq_block(dq, sDS + qa * 128, sK + pd * WG_BC * 128);
     wgmma_commit();
-    wgmma_wait0();
+    if (wg == 1) named_bar_arrive(WG_BAR_DQ_ORDER, 2 * 128);
+    if (WG_KV_AFTER_DQ) { /* dV and dK run while dQ is staged and added */
+      accumulate_t(acc_dv, pa, sO);
+      accumulate_t(acc_dk, da, sQ);
+      wgmma_commit();
+      wgmma_wait1(); /* dQ */
+    } else {
+      wgmma_wait0();
+    }
     reg_fence(dq, WG_NQ);
-    reg_fence(acc_dv, WG_NKV);
-    reg_fence(acc_dk, WG_NKV);
 
     /* Into the fp32 dQ: through my staging tile and TMA. */
     add_dq(&tm_dq, dq, sDQ0 + wg * WG_DQ_BYTES, issuer, q0, qa, pd, wg, warp, g, t4, h, b);
     h = h1, qt = qt1;
   }
+  wgmma_wait0(); /* with WG_KV_AFTER_DQ, the last step's dV and dK */
+  reg_fence(acc_dv, WG_NKV);
+  reg_fence(acc_dk, WG_NKV);
   if (issuer) bulk_wait0(); /* the last reductions done before the block ends */
 
   store_dk_dv(dk, dv, acc_dk, acc_dv, k0, wg, warp, g, t4, seq_kv, kv_heads, kvh, b, scale);
