@@ -39,7 +39,11 @@
  * product issued before warpgroup 0's (a named barrier), and at dim 128 dV and dK issued after
  * dQ (NVIDIA H200, 2026-11-27, docs/results/h200-l09h-2026-11-27): 539.8 TFLOP/s at the default
  * shape against version 6's 418.0 (1.29x), 477.6 causal (1.27x), 463.6 at dim 64 (1.20x);
- * 1.18-1.83x FlashAttention-2's backward on the papers' grid, 0.90-1.21x cuDNN's.
+ * 1.18-1.83x FlashAttention-2's backward on the papers' grid, 0.90-1.21x cuDNN's. With the next
+ * step's L and D loaded by warpgroup 1 at dim 128 (NVIDIA H200, 2026-11-27,
+ * docs/results/h200-l09i-2026-11-27): 547.9 TFLOP/s at the default shape against version 6's
+ * 414.2 (1.32x), 473.6 causal (1.27x), 460.0 at dim 64 (1.20x); 1.23-1.91x FlashAttention-2's
+ * backward on the papers' grid, 0.92-1.33x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
@@ -81,6 +85,11 @@
  * added; at dim 64 the P^T and dS^T fragments held past the block barrier leave ptxas too few
  * registers and it serialises the wgmma (C7511), so there they go first, as in version 6. */
 #define WG_KV_AFTER_DQ (HEAD_DIM == 128)
+/** Which thread loads and stores entry i of the next step's L/D buffer: thread WG_LD_TID(i). At dim
+ * 128 the buffer has 128 entries, and warpgroup 1 takes them, since warpgroup 0's thread 0 already
+ * issues the copies (2-5% at seq 2k, 4k and 16k without the mask); at dim 64 every thread has one,
+ * and swapping the warpgroups' halves cost 4%. The map is its own inverse. */
+#define WG_LD_TID(i) (HEAD_DIM == 128 ? ((i) + 128) & 255 : (i))
 /** Dynamic shared memory: K, V, the Q and dO stages, two dS buffers, the dQ staging tiles, two L/D
  * buffers, the mbarriers (K/V, then one per stage), and 1024 bytes to align the start to a swizzle
  * atom. */
@@ -443,7 +452,8 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
      * barrier; its buffer was last read in step t - 1, before the barrier of step t - 1). */
     float ld_next = 0.f;
     if (t + 1 < n_walk) {
-      ld_next = ld_value(lse, dd, tid, ((size_t)b * heads + h1) * seq_q, qt1 * WG_BR, seq_q);
+      ld_next =
+          ld_value(lse, dd, WG_LD_TID(tid), ((size_t)b * heads + h1) * seq_q, qt1 * WG_BR, seq_q);
     }
     wgmma_wait0(); /* with WG_KV_AFTER_DQ, also the previous step's dV and dK */
     reg_fence(s, WG_NS);
@@ -467,7 +477,8 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
     }
 
     store_ds(sDS, da, qr, kc); /* dS^T -> dS[buf], a query per row */
-    if (t + 1 < n_walk && tid < 2 * WG_BR) ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + tid] = ld_next;
+    if (t + 1 < n_walk && WG_LD_TID(tid) < 2 * WG_BR)
+      ((float *)sLD_f)[(buf ^ 1) * 2 * WG_BR + WG_LD_TID(tid)] = ld_next;
     fence_proxy_async(); /* the st.shared of dS, before the tensor cores read it */
     __syncthreads();     /* dS whole; every product of step t - 1 has finished */
     if (tid == 0 && t + WG_STAGES - 1 < n_walk) {
