@@ -547,8 +547,7 @@ static __device__ __forceinline__ void fd_body(
       l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
   if (it.b < 0) return; /* past the step's last item */
   const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
-  if (items > batch && s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0)
-    plan[b] = make_int2(it.first, n_chunks); /* for the merge */
+  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* for the merge */
   const int G = heads / kv_heads;
   const int q_b = it.q_b, n_b = it.n_b;
   const int q0 = it.q0, rows = min(FD_ROWS, G * q_b - u * FD_ROWS);

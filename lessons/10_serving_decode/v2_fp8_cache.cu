@@ -648,8 +648,7 @@ static __device__ __forceinline__ void fd_body(
       l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
   if (it.b < 0) return; /* past the step's last item */
   const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
-  if (items > batch && s == 0 && kvh == 0 && u == 0 && threadIdx.x == 0)
-    plan[b] = make_int2(it.first, n_chunks); /* for the merge */
+  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* for the merge */
   const int G = heads / kv_heads;
   /* q_b and n_b read again (L1), not kept from the split: held in registers across the loop they
    * pushed this kernel past its three-blocks-an-SM budget (168 registers, 12 bytes spilled) */
