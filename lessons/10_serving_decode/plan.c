@@ -60,9 +60,9 @@ static size_t workspace_for(const l10_step *s, int items) {
   if (items <= s->batch) return 0; /* one chunk a sequence: nothing to merge */
   const size_t slots =
       (size_t)items * s->kv_heads * l10_units_per_kv_head(s->heads, s->kv_heads, s->max_q);
-  /* O and the log-sum-exp of every (item, KV head, unit, row), then each sequence's first item
-   * and count, written by the kernel for the merge */
-  return slots * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float) +
+  /* O and the log-sum-exp of every (item, KV head, unit, row), the merge's two counters per
+   * slot, then each sequence's first item and count (l10_merge_workspace() carves it) */
+  return slots * L10_UNIT_ROWS * ((size_t)s->dim + 1) * sizeof(float) + slots * 2 * sizeof(int) +
          (size_t)s->batch * 2 * sizeof(int);
 }
 

@@ -316,7 +316,10 @@ int l10_serve_gpu(const l10_serve_config *cfg, l10_serve_result *out, char *err,
   st.k_scale = L.kscale, st.v_scale = L.vscale;
   if (l10_step_check(&st, err, err_len) != 0) goto done;
   const size_t ws_bytes = cfg->wgmma ? l10_wg_workspace_bytes(&st) : l10_draft_workspace_bytes(&st);
-  if (ws_bytes) SV_TRY(cudaMalloc(&d_ws, ws_bytes));
+  if (ws_bytes) { /* zeroed once: the merge's counters start at 0 */
+    SV_TRY(cudaMalloc(&d_ws, ws_bytes));
+    SV_TRY(cudaMemset(d_ws, 0, ws_bytes));
+  }
   for (int b = 0; b < B; ++b) qstart[b] = b * T, qlens[b] = 1, lens[b] = 1;
   for (size_t x = 0; x < (size_t)B * L.max_blocks; ++x) table[x] = 0;
   SV_TRY(cudaMemcpy(d_qstart, qstart, sizeof(int) * B, cudaMemcpyHostToDevice));

@@ -126,15 +126,19 @@ int l10_split_count(int chunk, int batch, const int *keys);
 int l10_split_chunk(int items, int batch, const int *keys, int max_seq_kv);
 
 /** Bytes of version 1's workspace for this step, or version 2's when s->k_scale is set (0 when no
- * sequence can be cut into chunks): the partial states of every (item, KV head, unit, row), then
- * each sequence's first item and count (two ints), which the kernel writes for the merge. It
- * holds nothing between calls. */
+ * sequence can be cut into chunks): the partial states of every (item, KV head, unit, row), two
+ * counters per (item, KV head, unit) for the merge inside the kernel (merge_device.cuh), then
+ * each sequence's first item and count (two ints: the split as the kernel made it). Zero it once
+ * before the first call: the counters must start at 0, and every call leaves them at 0 (the
+ * same contract as lesson 06's version 5); the rest holds nothing between calls. */
 size_t l10_draft_workspace_bytes(const l10_step *s);
 
 /** @name Version 1's launchers
  *  Enqueue one step on @p stream: O `[total_q, heads, dim]` bf16 and the natural-log log-sum-exp
- *  `[total_q, heads]` fp32 (a row that sees no key: O = 0, -inf). Return the first CUDA error, or
- *  cudaErrorInvalidValue for limits l10_step_check() refuses or a workspace too small.
+ *  `[total_q, heads]` fp32 (a row that sees no key: O = 0, -inf); the chunks merged inside the
+ *  kernel or by the merge kernel after it (below). @p workspace: l10_draft_workspace_bytes() bytes,
+ * zeroed before the first call. Return the first CUDA error, or cudaErrorInvalidValue for limits
+ * l10_step_check() refuses or a workspace too small.
  *  @{ */
 cudaError_t l10_draft_d64(const l10_step *s, void *o, float *lse, void *workspace,
                           size_t workspace_bytes, cudaStream_t stream);
@@ -159,6 +163,8 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
  *  L10_UNIT_ROWS, dim]` fp32, O / l, and @p part_lse, the natural-log log-sum-exp, in the
  *  workspace) and each sequence's first item and count of items (@p plan `[batch][2]`), merge every
  *  row's chunks into O and lse; a sequence of one chunk was written by the kernel and is left.
+ *  The launchers call it after their kernel when the kernel does not merge its chunks itself
+ *  (l10_merge_here() in merge_device.cuh: a unit with more rows than one float4 a thread).
  *  @p units is the launch's (l10_units_per_kv_head()).
  *  @{ */
 /** The merge at head dimension 64. */
@@ -204,7 +210,8 @@ int l10_wg_per_sm_d256(void);
 int l10_wg_per_sm(int dim);
 /** Version 4's items: l10_draft_items()'s rule with version 4's blocks per SM. */
 int l10_wg_items(const l10_step *s);
-/** Bytes of version 4's workspace for this step (0 when no sequence can be cut into chunks). */
+/** Bytes of version 4's workspace for this step (0 when no sequence can be cut into chunks), laid
+ * out as version 1's and zeroed once before the first call as its is. */
 size_t l10_wg_workspace_bytes(const l10_step *s);
 
 /** Version 4 for head dimension s->dim (64, 128 or 256). */
@@ -375,7 +382,8 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *pl
                       const l10_cascade_dev *dev, l10_cascade *c);
 
 /** Bytes of device workspace l10_cascade_run() needs: the prefix pass's O and log-sum-exp of every
- * row, then the larger of the two passes' workspaces. */
+ * row, then the two passes' workspaces, one after the other. Zero it once before the first call
+ * (the passes' merge counters, which every call leaves at 0). */
 size_t l10_cascade_workspace_bytes(const l10_cascade *c);
 
 /**

@@ -115,9 +115,10 @@ static __device__ __forceinline__ l10_item l10_split_dev(const int *__restrict__
   return it;
 }
 
-/** The merge's plan, written once per sequence: by thread 0 of the block that holds chunk 0 of
- * sequence it->b for KV head 0 and unit 0 (@p lead_block), where the sequence's items start and
- * how many there are. Nothing to write when each sequence is one item (no merge). */
+/** The merge kernel's plan, written once per sequence (the GPU test also checks it against the
+ * host's model of the split): by thread 0 of the block that holds chunk 0 of sequence it->b for
+ * KV head 0 and unit 0 (@p lead_block), where the sequence's items start and how many there are.
+ * Nothing to write when each sequence is one item (no merge). */
 static __device__ __forceinline__ void l10_split_plan(int2 *__restrict__ plan, const l10_item *it,
                                                       int items, int batch, int lead_block) {
   if (items > batch && lead_block && it->s == 0 && threadIdx.x == 0)

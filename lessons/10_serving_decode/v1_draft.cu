@@ -31,6 +31,10 @@
  *    64 rows that block would read every chunk's 64 x dim floats alone (about 1 MB at batch 1).
  *    On sm_90 it is a programmatic dependent launch (griddepcontrol.wait at its top), so that
  *    the launch between the two kernels costs less; versions 2 and 4 call the same launcher.
+ *    Where a unit's rows give each thread one float4 (one token at 32/8 heads and dim 128:
+ *    l10_merge_here()), the last blocks merge inside the kernel instead, in two levels
+ *    (merge_device.cuh: the last block of each group of about sqrt(n) chunks merges its group,
+ *    the last group merger the groups), and the second launch is saved.
  *
  * Why: lesson 07's version 5 gives each 16 rows their own blocks. With 32/8 heads a KV group is 4
  * rows a token, so 8 draft tokens are two row tiles, and each reads the sequence's keys: twice
@@ -64,6 +68,11 @@
  * (docs/results/h200-l10i-2026-11-27/merge-pdl-experiment.log, two rounds each way): 1.03-1.07x
  * at batch 1 (8 tokens, 32k keys: 2.87 TB/s, version 4's 3.08), 1.02x at batch 16 with 4k keys,
  * level from batch 16 and 32k keys, for versions 1, 2 and 4 alike.
+ * The merge inside the kernel where the rows are few (docs/results/h200-l10p-2026-11-27 and
+ * h200-l10q-2026-11-27): one token at batch 1 and 32k keys 0.0418-0.0425 ms a step against the
+ * merge kernel's 0.0432-0.0434 (version 4: 0.0428-0.0433 against 0.0445-0.0448); two levels as
+ * fast as one or faster at every step tried (version 1 at 128k keys: 0.1297-0.1299 ms against
+ * 0.1309-0.1313).
  *
  * Where it falls short: 16 tokens (above); 4k keys (8 tokens 0.77x the one-token rate at batch 1);
  * lengths that differ (one sequence of 32k among 7 of 1k: 0.30x lesson 07's plan, which sees the
@@ -92,6 +101,7 @@
 
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
+#include "merge_device.cuh" /* the chunks' merge, inside the kernel */
 #include "ptx.cuh"          /* lesson 04: one function per PTX instruction (USES 4) */
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
@@ -507,7 +517,10 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     cp.async.wait_all; __syncthreads(); each warp's (m, l, O) -> shared; __syncthreads()
  *     a float4 of a row per thread: merge the ns streams of its row tile -> O / l, lse
  *     one chunk: -> O, lse.  More: -> part_O, part_lse, merged by FD_COMBINE, a second kernel:
- *     a thread per (unit, row, float4) merges the row's chunks by lse -> O, lse
+ *     a thread per (unit, row, float4) merges the row's chunks by lse -> O, lse; or, with one
+ *     float4 a thread (l10_merge_here()), here: __threadfence(); the group's counter; the last
+ *     block of a group of ~sqrt(n) chunks merges them into the group's slot, the last group
+ *     merger merges the groups -> O, lse (one group up to 12 chunks)
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(
@@ -520,6 +533,7 @@ static __device__ __forceinline__ void fd_body(
     float *__restrict__ part_o,           // [items, kv_heads, units, 64, HEAD_DIM]
     float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
     int2 *__restrict__ plan,              // [batch]: first item, count
+    int *__restrict__ count,              // [2, items, kv_heads, units]: the merge's counters
     const int *__restrict__ q_start,      // [batch]
     const int *__restrict__ q_lens,       // [batch]
     const uint32_t *__restrict__ tree,    // [total_q] or NULL
@@ -547,7 +561,7 @@ static __device__ __forceinline__ void fd_body(
       l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
   if (it.b < 0) return; /* past the step's last item */
   const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
-  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* for the merge */
+  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* the merge kernel's */
   const int G = heads / kv_heads;
   const int q_b = it.q_b, n_b = it.n_b;
   const int q0 = it.q0, rows = min(FD_ROWS, G * q_b - u * FD_ROWS);
@@ -673,21 +687,28 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
+  /* More than one chunk and the merge is the kernel's own (count set: few rows, see
+   * l10_merge_here()): by the last blocks to finish; the Q tile's memory is free for its scratch.
+   * Else FD_COMBINE, a kernel of its own, merges the states. */
+  if (n_chunks > 1 && count)
+    l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
+                     heads, (size_t)items * kv_heads * units, o, lse, smem);
 }
 
 /** The kernels' arguments, as fd_body() takes them. */
-#define FD_PARAMS                                                                             \
-  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                           \
-      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,                   \
-      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o,         \
-      float *__restrict__ part_lse, int2 *__restrict__ plan, const int *__restrict__ q_start, \
-      const int *__restrict__ q_lens, const uint32_t *__restrict__ tree,                      \
-      const int *__restrict__ seq_lens, int heads, int kv_heads, int max_q, int max_seq_kv,   \
-      int max_blocks, int shift, int mask, float scale_log2, int units, int batch, int items
+#define FD_PARAMS                                                                     \
+  const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,                   \
+      const attn_bf16 *__restrict__ v, const int *__restrict__ block_table,           \
+      attn_bf16 *__restrict__ o, float *__restrict__ lse, float *__restrict__ part_o, \
+      float *__restrict__ part_lse, int2 *__restrict__ plan, int *__restrict__ count, \
+      const int *__restrict__ q_start, const int *__restrict__ q_lens,                \
+      const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads, \
+      int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,   \
+      float scale_log2, int units, int batch, int items
 /** The same names, passed on. */
 #define FD_ARGS                                                                                 \
-  q, k, v, block_table, o, lse, part_o, part_lse, plan, q_start, q_lens, tree, seq_lens, heads, \
-      kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, batch, items
+  q, k, v, block_table, o, lse, part_o, part_lse, plan, count, q_start, q_lens, tree, seq_lens, \
+      heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units, batch, items
 
 /** The kernel: two blocks per SM. */
 static __global__ void __launch_bounds__(L06_THREADS, 2) FD_KERNEL(FD_PARAMS) {
@@ -815,8 +836,9 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
 }
 
 /** The launcher, l10_draft_d64(), _d128() or _d256(): items x KV heads x units blocks in one
- * launch, the items of l10_draft_items(); when a sequence can be cut (items > batch), FD_COMBINE
- * after it. See serving_decode.h. */
+ * launch, the items of l10_draft_items(); when a sequence can be cut (items > batch), its chunks
+ * are merged inside it when a unit has few rows (l10_merge_here()), else by FD_COMBINE after it.
+ * See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
@@ -831,10 +853,11 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_draft_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_slots = (size_t)blocks;            /* (item, KV head, unit) */
-  float *part_o = need ? (float *)workspace : NULL; /* the partial states, O then lse */
-  float *part_lse = part_o ? part_o + n_slots * FD_ROWS * HEAD_DIM : NULL;
-  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * FD_ROWS) : NULL; /* then the split */
+  float *part_o, *part_lse;
+  int *count;
+  int2 *plan;
+  l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
+  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else FD_COMBINE */
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q, *k = (const attn_bf16 *)st->k_cache,
                   *v = (const attn_bf16 *)st->v_cache;
@@ -846,11 +869,11 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
     smem_set = 1;
   }
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
-      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, st->q_start,
-      st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv,
-      st->max_blocks, shift, (int)st->mask, scale_log2, units, st->batch, items);
+      q, k, v, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, here ? count : NULL,
+      st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
+      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2, units, st->batch, items);
   ATTN_TRY_LAUNCH();
-  if (items > st->batch)
+  if (items > st->batch && !here)
     return FD_MERGE_LAUNCH(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }

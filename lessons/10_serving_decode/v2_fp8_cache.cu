@@ -70,6 +70,7 @@
 
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
+#include "merge_device.cuh" /* the chunks' merge, inside the kernel (version 1's) */
 #include "ptx.cuh"          /* lesson 04: one function per PTX instruction (USES 4) */
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
@@ -606,7 +607,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *       alpha x sigma_old / sigma_new when either moved; P' = P x v_scale / sigma in f16
  *       O += P' V_j (codes permuted into B fragments by prmt, widened)
  *     each warp's (m, l, O x sigma) -> shared; the streams merged; one chunk: -> O, lse; more:
- *     -> part_O, part_lse, merged by version 1's merge kernel (l10_draft_merge_dNN)
+ *     -> part_O, part_lse, merged as version 1 merges them (merge_device.cuh or its kernel)
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(
@@ -621,6 +622,7 @@ static __device__ __forceinline__ void fd_body(
     float *__restrict__ part_o,           // [items, kv_heads, units, 64, HEAD_DIM]
     float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
     int2 *__restrict__ plan,              // [batch]: first item, count
+    int *__restrict__ count,              // [2, items, kv_heads, units]: the merge's counters
     const int *__restrict__ q_start,      // [batch]
     const int *__restrict__ q_lens,       // [batch]
     const uint32_t *__restrict__ tree,    // [total_q] or NULL
@@ -648,7 +650,7 @@ static __device__ __forceinline__ void fd_body(
       l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
   if (it.b < 0) return; /* past the step's last item */
   const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
-  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* for the merge */
+  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* the merge kernel's */
   const int G = heads / kv_heads;
   /* q_b and n_b read again (L1), not kept from the split: held in registers across the loop they
    * pushed this kernel past its three-blocks-an-SM budget (168 registers, 12 bytes spilled) */
@@ -784,6 +786,10 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
+  if (n_chunks > 1 &&
+      count) /* the merge here (few rows: l10_merge_here()); else version 1's kernel */
+    l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
+                     heads, (size_t)items * kv_heads * units, o, lse, smem);
 }
 
 /** The kernels' arguments, as fd_body() takes them. */
@@ -792,15 +798,15 @@ static __device__ __forceinline__ void fd_body(
       const float *__restrict__ k_scale, const float *__restrict__ v_scale,                      \
       const int *__restrict__ block_table, attn_bf16 *__restrict__ o, float *__restrict__ lse,   \
       float *__restrict__ part_o, float *__restrict__ part_lse, int2 *__restrict__ plan,         \
-      const int *__restrict__ q_start, const int *__restrict__ q_lens,                           \
+      int *__restrict__ count, const int *__restrict__ q_start, const int *__restrict__ q_lens,  \
       const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,            \
       int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,              \
       float scale_log2, int units, int batch, int items
 /** The same names, passed on. */
-#define FD_ARGS                                                                                  \
-  q, k, v, k_scale, v_scale, block_table, o, lse, part_o, part_lse, plan, q_start, q_lens, tree, \
-      seq_lens, heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2, units,  \
-      batch, items
+#define FD_ARGS                                                                                   \
+  q, k, v, k_scale, v_scale, block_table, o, lse, part_o, part_lse, plan, count, q_start, q_lens, \
+      tree, seq_lens, heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask, scale_log2,    \
+      units, batch, items
 
 /** The kernel: three blocks per SM. */
 static __global__ void __launch_bounds__(L06_THREADS, FD_MIN_BLOCKS) FD_KERNEL(FD_PARAMS) {
@@ -839,10 +845,11 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_draft_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_slots = (size_t)blocks;            /* (item, KV head, unit) */
-  float *part_o = need ? (float *)workspace : NULL; /* the partial states, O then lse */
-  float *part_lse = part_o ? part_o + n_slots * FD_ROWS * HEAD_DIM : NULL;
-  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * FD_ROWS) : NULL; /* then the split */
+  float *part_o, *part_lse;
+  int *count;
+  int2 *plan;
+  l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
+  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q;
   const uint8_t *k = (const uint8_t *)st->k_cache, *v = (const uint8_t *)st->v_cache;
@@ -855,10 +862,11 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   }
   FD_KERNEL<<<(unsigned)blocks, L06_THREADS, FD_SMEM_BYTES, stream>>>(
       q, k, v, st->k_scale, st->v_scale, st->block_table, (attn_bf16 *)o, lse, part_o, part_lse,
-      plan, st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
-      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2, units, st->batch, items);
+      plan, here ? count : NULL, st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads,
+      st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks, shift, (int)st->mask, scale_log2,
+      units, st->batch, items);
   ATTN_TRY_LAUNCH();
-  if (items > st->batch) /* the chunks' merge: version 1's kernel, a thread per (row, float4) */
+  if (items > st->batch && !here) /* the chunks' merge: version 1's kernel */
     return FD_MERGE_LAUNCH(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }

@@ -73,12 +73,17 @@ static size_t cascade_state_bytes(const l10_cascade *c) {
   return o + (rows * sizeof(float) + 255) / 256 * 256;
 }
 
-extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
+/** Bytes of the prefix pass's own workspace; the suffix pass's follows it. Each pass keeps its
+ * merge's counters in its own (at 0 between launches), so the two do not share one. */
+static size_t cascade_prefix_bytes(const l10_cascade *c) {
   const size_t pre = c->prefix.batch <= 0 ? 0
                      : c->prefix_wg       ? l10_wg_workspace_bytes(&c->prefix)
                                           : l10_draft_workspace_bytes(&c->prefix);
-  const size_t suf = l10_draft_workspace_bytes(&c->suffix);
-  return cascade_state_bytes(c) + (pre > suf ? pre : suf);
+  return (pre + 255) / 256 * 256;
+}
+
+extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
+  return cascade_state_bytes(c) + cascade_prefix_bytes(c) + l10_draft_workspace_bytes(&c->suffix);
 }
 
 /** A warp per (row, head) of the prefix pass's sequences (their @p q_start, @p q_lens; rows of
@@ -123,12 +128,11 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
   const size_t state = cascade_state_bytes(c);
   attn_bf16 *o_pre = (attn_bf16 *)ws;
   float *lse_pre = (float *)(ws + state - ((size_t)n * sizeof(float) + 255) / 256 * 256);
-  void *pass_ws = ws + state;
-  const size_t pass_bytes = workspace_bytes - state;
+  const size_t pre = cascade_prefix_bytes(c);
   if (c->prefix.batch > 0)
-    ATTN_TRY((c->prefix_wg ? l10_wg : l10_draft)(&c->prefix, o_pre, lse_pre, pass_ws, pass_bytes,
-                                                 stream));
-  ATTN_TRY(l10_draft(&c->suffix, o, lse, pass_ws, pass_bytes, stream));
+    ATTN_TRY(
+        (c->prefix_wg ? l10_wg : l10_draft)(&c->prefix, o_pre, lse_pre, ws + state, pre, stream));
+  ATTN_TRY(l10_draft(&c->suffix, o, lse, ws + state + pre, workspace_bytes - state - pre, stream));
   if (c->prefix.batch > 0) { /* 8 warps a block */
     const long long warps = (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads;
     cascade_merge<<<(unsigned)((warps + 7) / 8), 256, 0, stream>>>(

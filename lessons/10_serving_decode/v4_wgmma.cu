@@ -16,7 +16,7 @@
  *  - no key streams and no merge of the warps' states at the end: every row has one state;
  *  - sm_90a only, built where the build has lesson 05 (whose hopper.cuh it uses); at dim 256 the
  *    tiles are 32 keys (S is m64n32, P V m64n256), so that two blocks fit an SM; the chunks are
- *    cut by version 1's rule for version 4's blocks per SM, and version 1's kernel merges them.
+ *    cut by version 1's rule for version 4's blocks per SM, and merged as version 1 merges them.
  *
  * Why: with 16 draft tokens at 32/8 heads a unit is four 16-row tiles, and version 1's four
  * warps each read all four 16-key tiles of a step for their own 16 rows (16 mma.sync per tile
@@ -51,6 +51,7 @@
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
 #include "hopper.cuh"       /* lesson 05: wgmma and its descriptors (USES 5) */
+#include "merge_device.cuh" /* the chunks' merge, inside the kernel (version 1's) */
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
@@ -302,7 +303,7 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
  *       S = Q K_t^T        WG_KS wgmma m64n{WG_BN}k16 from shared memory; wait
  *       online softmax     mask when a row of the warp does not see the whole tile; P -> bf16
  *       O += P V_t         WG_PK wgmma m64nDk16, P from registers; wait
- *     O / l and lse per row -> O (one chunk) or the partial states, merged by version 1's kernel
+ *     O / l and lse per row -> O (one chunk) or the partial states, merged as version 1 merges them
  */
 /** One block per (item, KV head, unit), one warpgroup. */
 static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
@@ -315,6 +316,7 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
               float *__restrict__ part_o,           // [items, kv_heads, units, 64, dim]
               float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
               int2 *__restrict__ plan,              // [batch]: first item, count
+              int *__restrict__ count,              // [2, items, kv_heads, units]: counters
               const int *__restrict__ q_start, const int *__restrict__ q_lens,
               const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,
               int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
@@ -337,7 +339,7 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
       l10_split_dev(seq_lens, q_lens, q_start, batch, max_q, max_seq_kv, items, item);
   if (it.b < 0) return; /* past the step's last item */
   const int b = it.b, s = it.s, chunk = it.chunk, n_chunks = it.n_chunks;
-  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* for the merge */
+  l10_split_plan(plan, &it, items, batch, kvh == 0 && u == 0); /* the merge kernel's */
   const int G = heads / kv_heads;
   const int q_b = it.q_b, n_b = it.n_b;
   const int q0 = it.q0, rows = min(WG_ROWS, G * q_b - u * WG_ROWS);
@@ -426,7 +428,7 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
   asm volatile("cp.async.wait_all;\n" ::);
 
   /* O / l and the log-sum-exp of my two rows: into O when the sequence is one chunk, else into
-   * the chunk's partial state (fp32), merged by version 1's kernel. */
+   * the chunk's partial state (fp32), merged as version 1 merges them. */
 #pragma unroll
   for (int hf = 0; hf < 2; ++hf) {
     float l = row_l[hf];
@@ -452,6 +454,10 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
       if (t4 == 0) part_lse[slot_r] = lse_r;
     }
   }
+  if (n_chunks > 1 &&
+      count) /* the merge here (few rows: l10_merge_here()); else version 1's kernel */
+    l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
+                     heads, (size_t)items * kv_heads * units, o, lse, smem);
 }
 
 /** Blocks of the kernel one SM holds, queried once; 0 without a device. */
@@ -471,8 +477,9 @@ extern "C" int WG_PER_SM(void) {
 }
 
 /** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its items for version 4's
- * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); version 1's merge kernel after it
- * when a sequence can be cut. See serving_decode.h. */
+ * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); the chunks merged as version 1
+ * merges them (inside the kernel with few rows, else version 1's merge kernel after it). See
+ * serving_decode.h. */
 extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
   char err[160];
@@ -487,10 +494,11 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_wg_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  const size_t n_slots = (size_t)blocks; /* (item, KV head, unit) */
-  float *part_o = need ? (float *)workspace : NULL;
-  float *part_lse = part_o ? part_o + n_slots * WG_ROWS * HEAD_DIM : NULL;
-  int2 *plan = part_lse ? (int2 *)(part_lse + n_slots * WG_ROWS) : NULL; /* then the split */
+  float *part_o, *part_lse;
+  int *count;
+  int2 *plan;
+  l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
+  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
   static int smem_set = 0; /* once: a launch being captured makes no other CUDA call */
   if (!smem_set) {
     ATTN_TRY(cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -499,11 +507,12 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   }
   WG_KERNEL<<<(unsigned)blocks, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       (const attn_bf16 *)st->q, (const attn_bf16 *)st->k_cache, (const attn_bf16 *)st->v_cache,
-      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, st->q_start, st->q_lens,
-      st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q, st->max_seq_kv, st->max_blocks,
-      shift, (int)st->mask, st->scale * WG_LOG2E, units, st->batch, items);
+      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, here ? count : NULL,
+      st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
+      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, st->scale * WG_LOG2E, units, st->batch,
+      items);
   ATTN_TRY_LAUNCH();
-  if (items > st->batch)
+  if (items > st->batch && !here)
     return WG_MERGE(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
   return cudaSuccess;
 }
