@@ -29,7 +29,8 @@
 #include "serving_decode.h" /* L10_UNIT_ROWS */
 
 #define L10_MC4 (HEAD_DIM / 4) /**< float4 columns of a state's row */
-#define L10_MERGE_BATCH 8      /**< states whose loads a thread has in flight at once */
+#define L10_MERGE_BATCH 8      /**< states whose loads a thread has in flight at once, here */
+#define L10_MERGE_MAX 16       /**< the most l10_merge_states() takes at once */
 #define L10_MERGE_ONE 12       /**< up to this many chunks, one level */
 #define L10_MERGE_THREADS 128  /**< threads of the kernels' blocks */
 
@@ -44,21 +45,23 @@ static __device__ __forceinline__ int l10_merge_group(int n) {
 
 /** Float4 column @p c4 of a row merged over @p cnt partial states, the first at row slot @p rs0 and
  * each next @p rstride row slots on (a row slot: the row's index in part_lse; its O starts at
- * part_o + slot * HEAD_DIM): lesson 02's online softmax with states for keys. The running (max,
- * sum, O) is rescaled when a batch of states raises the max; a state that saw no key (lse -inf)
- * weighs 0, and a row whose every state is empty ends with sum 0: O = 0, lse -inf. Returns the
- * merged lse (natural log) and the normalised O in @p y. The loads bypass L1 (__ldcg): other
- * blocks wrote the states. */
+ * part_o + slot * HEAD_DIM), @p batch states at a time (at most L10_MERGE_MAX, a constant at the
+ * call so that the loops unroll into registers), all their loads in flight at once: lesson 02's
+ * online softmax with states for keys. The running (max, sum, O) is rescaled when a batch raises
+ * the max; a state that saw no key (lse -inf) weighs 0, and a row whose every state is empty ends
+ * with sum 0: O = 0, lse -inf. Returns the merged lse (natural log) and the normalised O in @p y.
+ * The loads bypass L1 (__ldcg): other blocks wrote the states. Version 1's merge kernel and the
+ * merge inside the kernels (below) both call it. */
 static __device__ __forceinline__ float l10_merge_states(const float *part_o, const float *part_lse,
                                                          size_t rs0, size_t rstride, int cnt,
-                                                         int c4, float4 *y) {
+                                                         int batch, int c4, float4 *y) {
   float mx = -INFINITY, sum = 0.f;
   float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int c0 = 0; c0 < cnt; c0 += L10_MERGE_BATCH) {
-    float lb[L10_MERGE_BATCH];
-    float4 xb[L10_MERGE_BATCH];
+  for (int c0 = 0; c0 < cnt; c0 += batch) {
+    float lb[L10_MERGE_MAX];
+    float4 xb[L10_MERGE_MAX];
 #pragma unroll
-    for (int kk = 0; kk < L10_MERGE_BATCH; ++kk) {
+    for (int kk = 0; kk < batch; ++kk) {
       const int c = c0 + kk;
       const size_t rs = rs0 + (size_t)c * rstride;
       lb[kk] = c < cnt ? __ldcg(part_lse + rs) : -INFINITY;
@@ -67,12 +70,12 @@ static __device__ __forceinline__ float l10_merge_states(const float *part_o, co
     }
     float bm = mx;
 #pragma unroll
-    for (int kk = 0; kk < L10_MERGE_BATCH; ++kk) bm = fmaxf(bm, lb[kk]);
+    for (int kk = 0; kk < batch; ++kk) bm = fmaxf(bm, lb[kk]);
     if (bm == -INFINITY) continue;    /* no state so far saw a key */
     const float sc = __expf(mx - bm); /* 0 while mx is -inf */
     sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
 #pragma unroll
-    for (int kk = 0; kk < L10_MERGE_BATCH; ++kk) {
+    for (int kk = 0; kk < batch; ++kk) {
       const float w = __expf(lb[kk] - bm);
       sum += w;
       a.x += w * xb[kk].x, a.y += w * xb[kk].y, a.z += w * xb[kk].z, a.w += w * xb[kk].w;
@@ -128,8 +131,8 @@ static __device__ __noinline__ void l10_merge_chunks(
       const int r = e / L10_MC4, c4 = e % L10_MC4;
       const size_t rs0 = gslot * L10_UNIT_ROWS + r;
       float4 y;
-      const float l =
-          l10_merge_states(part_o, part_lse, rs0, per_item * L10_UNIT_ROWS, g_cnt, c4, &y);
+      const float l = l10_merge_states(part_o, part_lse, rs0, per_item * L10_UNIT_ROWS, g_cnt,
+                                       L10_MERGE_BATCH, c4, &y);
       *((float4 *)(part_o + rs0 * HEAD_DIM) + c4) = y;
       if (c4 == 0) glse[r] = l;
     }
@@ -142,8 +145,9 @@ static __device__ __noinline__ void l10_merge_chunks(
     for (int e = threadIdx.x; e < rows * L10_MC4; e += L10_MERGE_THREADS) {
       const int r = e / L10_MC4, c4 = e % L10_MC4, gr = u * L10_UNIT_ROWS + r;
       float4 y;
-      const float l = l10_merge_states(part_o, part_lse, sslot * L10_UNIT_ROWS + r,
-                                       (size_t)gs * per_item * L10_UNIT_ROWS, ng, c4, &y);
+      const float l =
+          l10_merge_states(part_o, part_lse, sslot * L10_UNIT_ROWS + r,
+                           (size_t)gs * per_item * L10_UNIT_ROWS, ng, L10_MERGE_BATCH, c4, &y);
       const size_t orow = ((size_t)q0 + gr / G) * heads + kvh * G + gr % G;
       *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
           make_uint2(pack_bf16x2(y.x, y.y), pack_bf16x2(y.z, y.w));
@@ -156,7 +160,7 @@ static __device__ __noinline__ void l10_merge_chunks(
     const int r = e / L10_MC4, c4 = e % L10_MC4, gr = u * L10_UNIT_ROWS + r;
     float4 y;
     const float l = l10_merge_states(part_o, part_lse, gslot * L10_UNIT_ROWS + r,
-                                     per_item * L10_UNIT_ROWS, n, c4, &y);
+                                     per_item * L10_UNIT_ROWS, n, L10_MERGE_BATCH, c4, &y);
     const size_t orow = ((size_t)q0 + gr / G) * heads + kvh * G + gr % G;
     *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
         make_uint2(pack_bf16x2(y.x, y.y), pack_bf16x2(y.z, y.w));

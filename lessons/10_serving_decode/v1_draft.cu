@@ -733,12 +733,13 @@ extern "C" int FD_PER_SM(void) {
 
 /** The chunks' merge, a kernel of its own over the whole GPU: thread e of the blocks of unit
  * (b, kvh, u) takes float4 column e % FD_C4 of row e / FD_C4 and merges that row's partial states
- * over the sequence's chunks, FD_MERGE at a time, all their loads in flight at once: lesson 02's
- * online softmax with chunks for keys. The running (max, sum, O) is rescaled when a batch raises
- * the max; an empty chunk (lse -inf) weighs 0, and a row whose every chunk is empty ends with sum
- * 0: O = 0, lse = -inf. The kernel left sequence b's first item and count in plan[b]; chunk c's
- * slot of row r: (((first + c) * kv_heads + kvh) * units + u) * 64 + r. A sequence of one chunk
- * was written by the main kernel and is skipped. */
+ * over the sequence's chunks, FD_MERGE at a time, all their loads in flight at once
+ * (l10_merge_states() in merge_device.cuh): lesson 02's online softmax with chunks for keys. The
+ * running (max, sum, O) is rescaled when a batch raises the max; an empty chunk (lse -inf) weighs
+ * 0, and a row whose every chunk is empty ends with sum 0: O = 0, lse = -inf. The kernel left
+ * sequence b's first item and count in plan[b]; chunk c's slot of row r: (((first + c) * kv_heads +
+ * kvh) * units + u) * 64 + r. A sequence of one chunk was written by the main kernel and is
+ * skipped. */
 static __global__ void __launch_bounds__(L06_THREADS)
     FD_COMBINE(const float *__restrict__ part_o, const float *__restrict__ part_lse,
                const int2 *__restrict__ plan, attn_bf16 *__restrict__ o, float *__restrict__ lse,
@@ -766,37 +767,11 @@ static __global__ void __launch_bounds__(L06_THREADS)
   const size_t orow = ((size_t)q_start[b] + gr / G) * heads + kvh * G + gr % G;
   const size_t cstride = (size_t)kv_heads * units * FD_ROWS; /* from chunk c to c + 1 */
   const size_t slot0 = (((size_t)pl.x * kv_heads + kvh) * units + u) * FD_ROWS + r;
-  float mx = -INFINITY, sum = 0.f;
-  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int c0 = 0; c0 < n_chunks; c0 += FD_MERGE) {
-    float lb[FD_MERGE];
-    float4 xb[FD_MERGE];
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) {
-      const int c = c0 + kk;
-      const size_t slot = slot0 + (size_t)c * cstride;
-      lb[kk] = c < n_chunks ? __ldcg(part_lse + slot) : -INFINITY;
-      xb[kk] = c < n_chunks ? __ldcg((const float4 *)(part_o + slot * HEAD_DIM) + c4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    float bm = mx;
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) bm = fmaxf(bm, lb[kk]);
-    if (bm == -INFINITY) continue;    /* no chunk so far saw a key */
-    const float sc = __expf(mx - bm); /* 0 while mx is -inf */
-    sum *= sc, a.x *= sc, a.y *= sc, a.z *= sc, a.w *= sc;
-#pragma unroll
-    for (int kk = 0; kk < FD_MERGE; ++kk) {
-      const float w = __expf(lb[kk] - bm);
-      sum += w;
-      a.x += w * xb[kk].x, a.y += w * xb[kk].y, a.z += w * xb[kk].z, a.w += w * xb[kk].w;
-    }
-    mx = bm;
-  }
-  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  float4 y;
+  const float l = l10_merge_states(part_o, part_lse, slot0, cstride, n_chunks, FD_MERGE, c4, &y);
   *(uint2 *)(o + orow * HEAD_DIM + c4 * 4) =
-      make_uint2(pack_bf16x2(a.x * inv, a.y * inv), pack_bf16x2(a.z * inv, a.w * inv));
-  if (c4 == 0) lse[orow] = sum > 0.f ? mx + logf(sum) : -INFINITY;
+      make_uint2(pack_bf16x2(y.x, y.y), pack_bf16x2(y.z, y.w));
+  if (c4 == 0) lse[orow] = l;
 }
 
 /** The chunks' merge, l10_draft_merge_d64(), _d128() or _d256(): FD_COMBINE over every (unit,
