@@ -454,8 +454,9 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
       if (t4 == 0) part_lse[slot_r] = lse_r;
     }
   }
-  if (n_chunks > 1 &&
-      count) /* the merge here (few rows: l10_merge_here()); else version 1's kernel */
+  /* More than one chunk and the merge is the kernel's own (count set: few rows, l10_merge_here());
+   * else version 1's merge kernel runs after this one. */
+  if (n_chunks > 1 && count)
     l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
                      heads, (size_t)items * kv_heads * units, o, lse, smem);
 }
