@@ -106,6 +106,10 @@
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
+#if L06_THREADS != L10_MERGE_THREADS
+#error "l10_merge_chunks() spreads a unit's rows over blocks of L10_MERGE_THREADS threads"
+#endif
+
 #define FD_WARPS (L06_THREADS / 32)     /**< 4 warps */
 #define FD_TK 16                        /**< keys per warp tile: one k-step of P V */
 #define FD_KS (HEAD_DIM / 16)           /**< k-steps of S = Q K^T */

@@ -56,6 +56,9 @@
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
 #define WG_THREADS 128 /**< one warpgroup */
+#if WG_THREADS != L10_MERGE_THREADS
+#error "l10_merge_chunks() spreads a unit's rows over blocks of L10_MERGE_THREADS threads"
+#endif
 /** Keys per tile, the N of S: 64, and 32 at dim 256, where a 64-key tile of K and V would take
  * 64 KiB and two blocks would not fit an SM. */
 #define WG_BN (HEAD_DIM == 256 ? 32 : 64)
