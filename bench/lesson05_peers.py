@@ -244,8 +244,8 @@ def main():
                 for ver, name in zip(versions, vnames):
                     if "fp8" in name and dim != 128:
                         continue  # FP8 is built for dim 128 only
-                    if name.endswith("three-bf16") and dim != 64:
-                        continue  # three consumers are built for dim 64 only
+                    if name.endswith(("three-bf16", "persistent-bf16")) and dim != 64:
+                        continue  # three consumers (versions 8, 9) are built for dim 64 only
                     impls[name] = lesson(lib.l05_forward, ver, "l05")
                 ours = set(vnames) | {l04_name}
                 # Each selected FP8 version's kernel alone and conversion alone, on workspaces of

@@ -481,7 +481,7 @@ def fig_l05():
     shape = rt.default_shape(a, 5)
     vs = rt.l05_versions(a)
     last = vs[-1][0]
-    # the versions that ran at the shape (version 8 is built for dim 64 only)
+    # the versions that ran at the shape (versions 8 and 9 are built for dim 64 only)
     vs = [(v, n) for v, n in vs if v == last or rt.l05_t(a, v, **shape) is not None]
     names = dict(vs)
 

@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 8
+#define L05_VERSIONS 9
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -104,6 +104,11 @@ cudaError_t l05_overlap_d128(const void *q, const void *k, const void *v, void *
 cudaError_t l05_three_d64(const void *q, const void *k, const void *v, void *o, float *lse,
                           int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                           float scale, cudaStream_t stream);
+/** Version 9 (dim 64 only): version 8 with one persistent block per SM taking items from a
+ * counter. Its counter is one per device: launches of version 9 must not overlap on one device. */
+cudaError_t l05_persist_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                            int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                            float scale, cudaStream_t stream);
 /** @} */
 
 /**

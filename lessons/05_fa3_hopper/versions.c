@@ -27,8 +27,8 @@ static const l05_fp8_entry kFp8[L05_FP8_LAST - L05_FP8_VERSION + 1] = {
     {l05_fp8t_workspace_bytes, l05_fp8t_forward},
 };
 
-/* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, and 8 (dim 64 only); NULL where a version
- * is not built */
+/* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, and 8 and 9 (dim 64 only); NULL where a
+ * version is not built */
 static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {l05_wgmma_d64, l05_wgmma_d128},
     {l05_tma_d64, l05_tma_d128},
@@ -38,6 +38,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {NULL, NULL},
     {l05_three_d64, NULL},
+    {l05_persist_d64, NULL},
 };
 
 cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -60,7 +61,7 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
     return e != cudaSuccess ? e : f;
   }
   const l05_launch_fn f = kLaunch[version - 1][dim == 128];
-  if (!f) return cudaErrorInvalidValue; /* version 8 at dim 128 */
+  if (!f) return cudaErrorInvalidValue; /* versions 8 and 9 at dim 128 */
   return f(q, k, v, o, lse, batch, heads, kv_heads, seq_q, seq_kv, causal, scale, stream);
 }
 
@@ -176,6 +177,15 @@ static const attn_version kVersions[L05_ROWS] = {
      .writes_lse = 1,
      .supports = supports_d64,
      .launch = run},
+    {.name = "persistent-bf16",
+     .summary =
+         "+ one block per SM taking Q tiles from a counter; the next one loads under this one",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports_d64,
+     .launch = run},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -246,7 +256,7 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   for (int i = 0; i < n - 1; ++i) {
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
     /* the version before it of the same kind (bf16 or FP8) that ran, else the one just before:
-     * version 8 (dim 64 only) against version 5, version 7 against 6, version 6 against 5 */
+     * version 8 (dim 64 only) against version 5, 9 against 8, 7 against 6, 6 against 5 */
     int p = i - 1;
     while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
     if (p < 0) p = i - 1;

@@ -175,7 +175,10 @@ VERSIONS = {
         ["8", "`v8_three.cu`", "three-bf16", "version 5 with three consumer warpgroups: blocks of "
          "192 query rows, turns round a ring of three named barriers, `setmaxnreg` 24/160; dim 64 "
          "only", "512"],
-        ["9", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["9", "`v9_persistent.cu`", "persistent-bf16", "version 8 with one block per SM taking its "
+         "Q tiles from an atomic counter: the next tile's Q and first K and V load under this one's "
+         "last; dim 64 only", "512"],
+        ["10", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -88,7 +88,8 @@ def r_l05_table(a, ctx):
         s += ")"
     if len(ran) < len(rs):
         s += (f"; {len(rs) - len(ran)} runs were skipped with their reason (the FP8 versions at dim "
-              "64" + (", version 8 at dim 128" if any(n == "three-bf16" for _, n in vs) else "") +
+              "64" + (", versions 8 and 9 at dim 128" if any(n == "persistent-bf16" for _, n in vs) else
+                     ", version 8 at dim 128" if any(n == "three-bf16" for _, n in vs) else "") +
               ": not built)")
     gpu = re.sub(r"^NVIDIA ", "", a.device).split()[0] if a.device else "GPU"
     return "\n".join([src, "", "TFLOP/s, batch 4, seq 4096 (causal counted as half the pairs); % of "
