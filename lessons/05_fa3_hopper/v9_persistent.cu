@@ -23,10 +23,11 @@
  * Prediction: 5-10% over version 8 at seq 1k-2k, a few % at 4k-16k, where the edges are a smaller
  * part of each item.
  *
- * Measured: NVIDIA H200, 2026-11-27 (docs/results/h200-l05b-2026-11-27), the papers' grid beside
- * cuDNN, one process: with the mask 0.895x cuDNN at seq 1k (version 8: 0.828x), 1.18x at 2k
- * (1.16x), 1.12-1.24x at 4k-16k (1.07-1.20x); without it 1.13x at 1k (1.03x), 1.19x at 2k (1.11x),
- * 1.17-1.19x at 4k-16k (1.11-1.17x). Inside the prediction.
+ * Measured: NVIDIA H200, 2026-11-27 (docs/results/h200-l05b-2026-11-27), over version 8 in the
+ * same process: in the bench, 1.12x and 1.19x at seq 1k (without and with the mask), 1.07x and
+ * 1.10x at 2k, 1.02-1.06x at 4k-8k, 0.98x and 0.97x at 16k; 1.04x at the default dim-64 shape
+ * (1.08x with the mask); in two A/B runs beside cuDNN, 1.08-1.16x at 1k and 1.01-1.05x at 4k-16k.
+ * Inside the prediction at 1k-2k; level with version 8 at 16k.
  *
  * Run: `./run 9 --dim 64 --heads 32`.
  */
