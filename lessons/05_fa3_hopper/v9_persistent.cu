@@ -205,7 +205,8 @@ static __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
  * 0, so that the next launch finds them at 0 with no memset in between. Two launches of this
  * kernel that overlap on one device (two streams) would share them: version 9 is launched one at a
  * time per device (the lesson, its tests and benches do). */
-static __device__ int g_next_item, g_done;
+static __device__ int g_next_item; /**< items handed out after the first wave */
+static __device__ int g_done;      /**< blocks that have stopped taking items */
 
 /** Item @p item's first query row @p q0 (negative for the partial tile under the mask), head,
  * KV head, sequence and (sequence, head) index, as version 8 derives them from blockIdx.x. */
