@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 9
+#define L05_VERSIONS 10
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -238,6 +238,30 @@ cudaError_t l05_fp8t_attention(const void *workspace, size_t workspace_bytes, vo
 
 /** Both: quantise, then attend (what the harness times for version 7). */
 cudaError_t l05_fp8t_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 with the exponentials taking turns (version 10, head dimension 128)
+ * Version 10 reads version 7's workspace (l05_fp8t_workspace_bytes(), l05_fp8t_quantize()) with
+ * tiles of 256 keys; its warpgroups take turns at the exponentials instead of the tensor cores.
+ *  @{ */
+/** Version 10's workspace bytes: version 7's (l05_fp8t_workspace_bytes()). */
+size_t l05_fp8w_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Version 10's conversion: version 7's (l05_fp8t_quantize()). */
+cudaError_t l05_fp8w_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 10's attention kernel on a workspace l05_fp8t_quantize() filled. */
+cudaError_t l05_fp8w_attention(const void *workspace, size_t workspace_bytes, void *o, float *lse,
+                               int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                               int causal, float scale, cudaStream_t stream);
+
+/** Version 7's conversion, then version 10's kernel (what the harness times for version 10). */
+cudaError_t l05_fp8w_forward(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                              int causal, float scale, void *workspace, size_t workspace_bytes,
                              cudaStream_t stream);

@@ -8,10 +8,6 @@
 #include "fa2_warps.h"
 #include "fa3_hopper.h"
 
-/** The FP8 versions' numbers, first and last: they take a workspace, so they are not in kLaunch. */
-#define L05_FP8_VERSION 6
-#define L05_FP8_LAST 7
-
 /** An FP8 version's two entry points: the bytes of its workspace, and conversion plus kernel. */
 typedef struct l05_fp8_entry {
   size_t (*workspace_bytes)(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
@@ -21,14 +17,30 @@ typedef struct l05_fp8_entry {
                          cudaStream_t stream);
 } l05_fp8_entry;
 
-/* [version - L05_FP8_VERSION]: versions 6 (a scale per tensor) and 7 (a scale per tile) */
-static const l05_fp8_entry kFp8[L05_FP8_LAST - L05_FP8_VERSION + 1] = {
+/* The FP8 versions: 6 (a scale per tensor), 7 (a scale per tile) and 10 (7's workspace, the
+ * exponentials taking turns). They take a workspace, so they are not in kLaunch. */
+static const l05_fp8_entry kFp8[3] = {
     {l05_fp8_workspace_bytes, l05_fp8_forward},
     {l05_fp8t_workspace_bytes, l05_fp8t_forward},
+    {l05_fp8t_workspace_bytes, l05_fp8w_forward},
 };
 
+/* Version @p version's FP8 entry points, or NULL for a bf16 version. */
+static const l05_fp8_entry *fp8_entry(int version) {
+  switch (version) {
+    case 6:
+      return &kFp8[0];
+    case 7:
+      return &kFp8[1];
+    case 10:
+      return &kFp8[2];
+    default:
+      return NULL;
+  }
+}
+
 /* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, and 8 and 9 (dim 64 only); NULL where a
- * version is not built */
+ * version is not built or is an FP8 version */
 static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {l05_wgmma_d64, l05_wgmma_d128},
     {l05_tma_d64, l05_tma_d128},
@@ -39,6 +51,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {l05_three_d64, NULL},
     {l05_persist_d64, NULL},
+    {NULL, NULL},
 };
 
 cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -47,9 +60,9 @@ cudaError_t l05_forward(int version, int dim, const void *q, const void *k, cons
   if (version < 1 || version > L05_VERSIONS || (dim != 64 && dim != 128))
     return cudaErrorInvalidValue;
   if (scale == 0.0f) scale = 1.0f / sqrtf((float)dim);
-  if (version >= L05_FP8_VERSION && version <= L05_FP8_LAST) {
+  const l05_fp8_entry *f8 = fp8_entry(version);
+  if (f8) {
     /* An FP8 version's workspace, allocated and freed in stream order around the call. */
-    const l05_fp8_entry *f8 = &kFp8[version - L05_FP8_VERSION];
     const size_t bytes = f8->workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim);
     if (bytes == 0) return cudaErrorInvalidValue;
     void *ws = NULL;
@@ -73,13 +86,13 @@ static cudaError_t run(const attn_problem *p, const attn_args *a, cudaStream_t s
 
 /* An FP8 version through the harness's workspace: the conversion and the kernel, both timed. */
 static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream_t s) {
-  return kFp8[a->version - L05_FP8_VERSION].forward(
-      a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim,
-      p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
+  return fp8_entry(a->version)
+      ->forward(a->q, a->k, a->v, a->o, a->lse, p->batch, p->heads, p->kv_heads, p->seq_q,
+                p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
 }
 
-/* Versions 6 and 7 share one workspace layout (fp8_workspace.cuh): the harness asks once per row,
- * without the version's number, so both give the same bytes. */
+/* Versions 6, 7 and 10 share one workspace layout (fp8_workspace.cuh): the harness asks once per
+ * row, without the version's number, so all give the same bytes. */
 static size_t fp8_workspace(const attn_problem *p) {
   return l05_fp8_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
 }
@@ -186,6 +199,16 @@ static const attn_version kVersions[L05_ROWS] = {
      .writes_lse = 1,
      .supports = supports_d64,
      .launch = run},
+    {.name = "fp8-wide",
+     .summary = "+ 256-key tiles; the warpgroups take turns at the exponentials, not the GEMMs",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -256,7 +279,8 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   for (int i = 0; i < n - 1; ++i) {
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
     /* the version before it of the same kind (bf16 or FP8) that ran, else the one just before:
-     * version 8 (dim 64 only) against version 5, 9 against 8, 7 against 6, 6 against 5 */
+     * version 8 (dim 64 only) against version 5, 9 against 8, 10 against 7, 7 against 6, 6
+     * against 5 */
     int p = i - 1;
     while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
     if (p < 0) p = i - 1;

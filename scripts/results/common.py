@@ -178,7 +178,10 @@ VERSIONS = {
         ["9", "`v9_persistent.cu`", "persistent-bf16", "version 8 with one block per SM taking its "
          "Q tiles from an atomic counter: the next tile's Q and first K and V load under this one's "
          "last; dim 64 only", "512"],
-        ["10", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["10", "`v10_fp8_wide.cu`", "fp8-wide", "version 7's workspace with tiles of 256 keys: "
+         "no turns at the GEMMs, S and P V waited at once, the warpgroups taking turns at the "
+         "exponentials (a named barrier); the conversion is timed with it", "384"],
+        ["11", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -9,9 +9,11 @@ from .lesson04 import l04_shape
 
 L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
 # Each FP8 version's rows of peers.csv beside its end-to-end row: (version name, its kernel alone,
-# its conversion alone); an archive holds the versions its library had.
+# its conversion alone, None where it is another version's); an archive holds the versions its
+# library had.
 L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
-                ("fp8-tiles", "fp8t-kernel-only", "fp8t-convert"))
+                ("fp8-tiles", "fp8t-kernel-only", "fp8t-convert"),
+                ("fp8-wide", "fp8w-kernel-only", None))
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
@@ -138,7 +140,7 @@ def l05_peer_grid(a):
                                 fk=a.peer(5, "fp8-kernel-only", **kv),
                                 fk7=a.peer(5, "fp8t-kernel-only", **kv),
                                 kern={kn: a.peer(5, kn, **kv) for _, kn, _ in L05_FP8_ROWS},
-                                conv={cn: a.peer(5, cn, **kv) for _, _, cn in L05_FP8_ROWS},
+                                conv={cn: a.peer(5, cn, **kv) for _, _, cn in L05_FP8_ROWS if cn},
                                 cf=a.peer(5, "cudnn-fp8", **kv), vs=vs, ts=ts,
                                 best=max(bf) if bf else None,
                                 fp8v=[v for v, r in vs.items() if r and "fp8" in r["impl"]]))
@@ -169,14 +171,18 @@ def r_l05_peers(a, ctx):
     # archive that measured them
     with_cf = any(g["cf"] for g in grid)
     with_k7 = any(g["fk7"] for g in grid)
+    with_k10 = any(g["kern"].get("fp8w-kernel-only") for g in grid)
     # per FP8 version, per causal: (kernel alone / version 5, end to end / version 5) from 4k
     fp8_over, conv = {}, {}
     for g in grid:
         dim, c, sq, fl, cu, l4, fk = (g[k] for k in ("dim", "c", "sq", "fl", "cu", "l4", "fk"))
         cf = g["cf"]
-        if cf and cf["tflops"] and fk and fk["tflops"] and sq >= 4096:
-            fp8_cudnn.setdefault(c, []).append((ratio(fk["tflops"], cf["tflops"]),
-                                                ratio(cf["tflops"], cu and cu["tflops"])))
+        if cf and cf["tflops"] and sq >= 4096:
+            # each FP8 version's kernel alone over cuDNN's FP8, and cuDNN's FP8 over its bf16
+            ks = {vn: ratio(k["tflops"], cf["tflops"]) for vn, kn, _ in L05_FP8_ROWS
+                  for k in [g["kern"].get(kn)] if k and k["tflops"]}
+            if ks:
+                fp8_cudnn.setdefault(c, []).append((ks, ratio(cf["tflops"], cu and cu["tflops"])))
         ts, best, fp8v = g["ts"], g["best"], g["fp8v"]
         bf16 = [v for v in ts if v not in fp8v]
         base = ts.get(max(bf16)) if bf16 else None  # the last bf16 version (version 5)
@@ -187,7 +193,7 @@ def r_l05_peers(a, ctx):
                 fp8_over.setdefault((v, c), []).append(
                     (ratio(k and k["tflops"], base), ratio(ts.get(v), base)))
         for vn, _, cn in L05_FP8_ROWS:
-            r = g["conv"].get(cn)
+            r = g["conv"].get(cn) if cn else None
             if r and r["gbs"]:
                 conv.setdefault(vn, []).append((r["gbs"], r.get("pct_hbm")))
         b_c = ratio(best, cu and cu["tflops"])
@@ -195,11 +201,14 @@ def r_l05_peers(a, ctx):
                      f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
                     [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
                     ([f(g["fk7"] and g["fk7"]["tflops"])] if with_k7 else []) +
+                    ([f(g["kern"].get("fp8w-kernel-only") and
+                        g["kern"]["fp8w-kernel-only"]["tflops"])] if with_k10 else []) +
                     ([f(cf and cf["tflops"])] if with_cf else []) +
                     [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                      f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
-    kcols = ["v6 kernel alone", "v7 kernel alone"] if with_k7 else ["FP8 kernel alone"]
+    kcols = (["v6 kernel alone", "v7 kernel alone"] if with_k7 else ["FP8 kernel alone"]) + (
+        ["v10 kernel alone"] if with_k10 else [])
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
@@ -230,14 +239,19 @@ def r_l05_peers(a, ctx):
         if parts:
             out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k, over version 5: "
                        + "; ".join(parts) + ".")
+    number = {r["impl"].split("-", 1)[1]: v for g in grid for v, r in g["vs"].items() if r}
     for c, rs in sorted(fp8_cudnn.items()):
-        k = [x for x, _ in rs if x]
+        parts = []
+        for vn, _, _ in L05_FP8_ROWS:
+            k = [ks[vn] for ks, _ in rs if ks.get(vn)]
+            if k:
+                parts.append(f"version {number.get(vn, '?')}'s kernel alone "
+                             f"{span(min(k), max(k), 2)}x it")
         b = [y for _, y in rs if y]
-        out.append(f"Against cuDNN's FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: version "
-                   f"6's kernel alone {span(min(k), max(k), 2)}x it" +
+        out.append(f"Against cuDNN's FP8 at dim 128{' causal' if c else ''}, seq 4k-16k: " +
+                   ", ".join(parts) +
                    (f"; cuDNN's FP8 {span(min(b), max(b), 2)}x cuDNN's bf16." if b else "."))
     words = []
-    number = {r["impl"].split("-", 1)[1]: v for g in grid for v, r in g["vs"].items() if r}
     for vn, rs in conv.items():
         v = number.get(vn, "?")
         gb = [x for x, _ in rs]

@@ -49,6 +49,8 @@ static const struct {
     {{2, 2, 1, 384, 640, 128, 0}, {2, 2, 1, 128, 640, 128, 0}, NULL},
     /* causal, q_len < kv_len, nothing a multiple (sanitizer-sized: 2 Q tiles, each sees 5 KV) */
     {{1, 2, 2, 333, 777, 128, 1}, {1, 2, 2, 150, 555, 128, 1}, NULL},
+    /* version 10's tiles of 256 keys: the second tile holds one key, its second half none */
+    {{1, 2, 1, 300, 257, 128, 0}, {1, 2, 1, 300, 257, 128, 0}, NULL},
     /* more work items (Q tile, head, sequence) than an H200 has SMs: blocks in several waves,
      * some with no key to see (causal, q_len > kv_len); the size is the case */
     {{2, 16, 4, 1100, 700, 128, 1}, {0}, "a grid of 288 blocks, some that see no key"},
