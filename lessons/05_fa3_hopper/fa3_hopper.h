@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 10
+#define L05_VERSIONS 11
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -262,6 +262,31 @@ cudaError_t l05_fp8w_attention(const void *workspace, size_t workspace_bytes, vo
 
 /** Version 7's conversion, then version 10's kernel (what the harness times for version 10). */
 cudaError_t l05_fp8w_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 in persistent blocks (version 11, head dimension 128)
+ * Version 11 is version 10 with version 9's scheduler: min(items, SMs) blocks taking their items
+ * from a counter that is one per device, so launches of version 11 must not overlap on one device.
+ * It reads version 7's workspace.
+ *  @{ */
+/** Version 11's workspace bytes: version 7's (l05_fp8t_workspace_bytes()). */
+size_t l05_fp8p_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Version 11's conversion: version 7's (l05_fp8t_quantize()). */
+cudaError_t l05_fp8p_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 11's attention kernel on a workspace l05_fp8t_quantize() filled. */
+cudaError_t l05_fp8p_attention(const void *workspace, size_t workspace_bytes, void *o, float *lse,
+                               int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                               int causal, float scale, cudaStream_t stream);
+
+/** Version 7's conversion, then version 11's kernel (what the harness times for version 11). */
+cudaError_t l05_fp8p_forward(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                              int causal, float scale, void *workspace, size_t workspace_bytes,
                              cudaStream_t stream);

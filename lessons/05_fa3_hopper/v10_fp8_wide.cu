@@ -29,7 +29,7 @@
  *
  * Measured: NVIDIA H200, 2026-11-27 (docs/results/h200-l05c-2026-11-27): the kernel alone at
  * 1.05-1.11x version 7's (seq 4k-16k, with and without the mask, two calls taking turns), cuDNN's
- * FP8 in the same calls 1.04-1.24x; Nsight Compute at the default shape 1,133,108 cycles against
+ * FP8 in the same calls 1.03-1.24x; Nsight Compute at the default shape 1,133,108 cycles against
  * version 7's 1,236,713 and cuDNN's 1,010,880. Without the data dependence that keeps every
  * exponential between the two barriers, ptxas left 3 of 130 there (22 above, 105 below) and the
  * kernel ran at 0.82-0.87x version 7's. Error: version 7's within 1% (relative L2 against float32).

@@ -17,12 +17,14 @@ typedef struct l05_fp8_entry {
                          cudaStream_t stream);
 } l05_fp8_entry;
 
-/* The FP8 versions: 6 (a scale per tensor), 7 (a scale per tile) and 10 (7's workspace, the
- * exponentials taking turns). They take a workspace, so they are not in kLaunch. */
-static const l05_fp8_entry kFp8[3] = {
+/* The FP8 versions: 6 (a scale per tensor), 7 (a scale per tile), 10 (7's workspace, the
+ * exponentials taking turns) and 11 (10 in persistent blocks). They take a workspace, so they are
+ * not in kLaunch. */
+static const l05_fp8_entry kFp8[4] = {
     {l05_fp8_workspace_bytes, l05_fp8_forward},
     {l05_fp8t_workspace_bytes, l05_fp8t_forward},
     {l05_fp8t_workspace_bytes, l05_fp8w_forward},
+    {l05_fp8t_workspace_bytes, l05_fp8p_forward},
 };
 
 /* Version @p version's FP8 entry points, or NULL for a bf16 version. */
@@ -34,6 +36,8 @@ static const l05_fp8_entry *fp8_entry(int version) {
       return &kFp8[1];
     case 10:
       return &kFp8[2];
+    case 11:
+      return &kFp8[3];
     default:
       return NULL;
   }
@@ -51,6 +55,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {l05_three_d64, NULL},
     {l05_persist_d64, NULL},
+    {NULL, NULL},
     {NULL, NULL},
 };
 
@@ -91,8 +96,8 @@ static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream
                 p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
 }
 
-/* Versions 6, 7 and 10 share one workspace layout (fp8_workspace.cuh): the harness asks once per
- * row, without the version's number, so all give the same bytes. */
+/* Versions 6, 7, 10 and 11 share one workspace layout (fp8_workspace.cuh): the harness asks once
+ * per row, without the version's number, so all give the same bytes. */
 static size_t fp8_workspace(const attn_problem *p) {
   return l05_fp8_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
 }
@@ -209,6 +214,16 @@ static const attn_version kVersions[L05_ROWS] = {
      .supports = supports_fp8,
      .launch = run_fp8,
      .workspace = fp8_workspace},
+    {.name = "fp8-persistent",
+     .summary = "+ version 9's scheduler: one block per SM taking Q tiles from a counter",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -279,8 +294,8 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   for (int i = 0; i < n - 1; ++i) {
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
     /* the version before it of the same kind (bf16 or FP8) that ran, else the one just before:
-     * version 8 (dim 64 only) against version 5, 9 against 8, 10 against 7, 7 against 6, 6
-     * against 5 */
+     * version 8 (dim 64 only) against version 5, 9 against 8, 11 against 10, 10 against 7, 7
+     * against 6, 6 against 5 */
     int p = i - 1;
     while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
     if (p < 0) p = i - 1;

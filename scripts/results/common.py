@@ -181,7 +181,10 @@ VERSIONS = {
         ["10", "`v10_fp8_wide.cu`", "fp8-wide", "version 7's workspace with tiles of 256 keys: "
          "no turns at the GEMMs, S and P V waited at once, the warpgroups taking turns at the "
          "exponentials (a named barrier); the conversion is timed with it", "384"],
-        ["11", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["11", "`v11_fp8_persistent.cu`", "fp8-persistent", "version 10 with version 9's "
+         "scheduler: one block per SM taking its Q tiles from an atomic counter, the next tile's Q "
+         "and first K and V loading under this one's last; the conversion is timed with it", "384"],
+        ["12", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -13,7 +13,8 @@ L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
 # library had.
 L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
                 ("fp8-tiles", "fp8t-kernel-only", "fp8t-convert"),
-                ("fp8-wide", "fp8w-kernel-only", None))
+                ("fp8-wide", "fp8w-kernel-only", None),
+                ("fp8-persistent", "fp8p-kernel-only", None))
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
@@ -172,6 +173,7 @@ def r_l05_peers(a, ctx):
     with_cf = any(g["cf"] for g in grid)
     with_k7 = any(g["fk7"] for g in grid)
     with_k10 = any(g["kern"].get("fp8w-kernel-only") for g in grid)
+    with_k11 = any(g["kern"].get("fp8p-kernel-only") for g in grid)
     # per FP8 version, per causal: (kernel alone / version 5, end to end / version 5) from 4k
     fp8_over, conv = {}, {}
     for g in grid:
@@ -203,12 +205,14 @@ def r_l05_peers(a, ctx):
                     ([f(g["fk7"] and g["fk7"]["tflops"])] if with_k7 else []) +
                     ([f(g["kern"].get("fp8w-kernel-only") and
                         g["kern"]["fp8w-kernel-only"]["tflops"])] if with_k10 else []) +
+                    ([f(g["kern"].get("fp8p-kernel-only") and
+                        g["kern"]["fp8p-kernel-only"]["tflops"])] if with_k11 else []) +
                     ([f(cf and cf["tflops"])] if with_cf else []) +
                     [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                      f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
     kcols = (["v6 kernel alone", "v7 kernel alone"] if with_k7 else ["FP8 kernel alone"]) + (
-        ["v10 kernel alone"] if with_k10 else [])
+        ["v10 kernel alone"] if with_k10 else []) + (["v11 kernel alone"] if with_k11 else [])
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
