@@ -139,7 +139,6 @@ def l05_peer_grid(a):
                 out.append(dict(dim=dim, c=c, sq=sq, fl=a.peer(5, "sdpa-flash", **kv),
                                 cu=a.peer(5, "sdpa-cudnn", **kv), l4=a.peer(5, r"l04-.*", **kv),
                                 fk=a.peer(5, "fp8-kernel-only", **kv),
-                                fk7=a.peer(5, "fp8t-kernel-only", **kv),
                                 kern={kn: a.peer(5, kn, **kv) for _, kn, _ in L05_FP8_ROWS},
                                 conv={cn: a.peer(5, cn, **kv) for _, _, cn in L05_FP8_ROWS if cn},
                                 cf=a.peer(5, "cudnn-fp8", **kv), vs=vs, ts=ts,
@@ -171,9 +170,9 @@ def r_l05_peers(a, ctx):
     # cuDNN's FP8 (bench/cudnn_peer.py) and version 7's kernel alone have a column only in an
     # archive that measured them
     with_cf = any(g["cf"] for g in grid)
-    with_k7 = any(g["fk7"] for g in grid)
-    with_k10 = any(g["kern"].get("fp8w-kernel-only") for g in grid)
-    with_k11 = any(g["kern"].get("fp8p-kernel-only") for g in grid)
+    number = {r["impl"].split("-", 1)[1]: v for g in grid for v, r in g["vs"].items() if r}
+    # the later FP8 versions' kernels alone (7, 10, 11): a column each where the archive has them
+    later = [(vn, kn) for vn, kn, _ in L05_FP8_ROWS[1:] if any(g["kern"].get(kn) for g in grid)]
     # per FP8 version, per causal: (kernel alone / version 5, end to end / version 5) from 4k
     fp8_over, conv = {}, {}
     for g in grid:
@@ -202,17 +201,13 @@ def r_l05_peers(a, ctx):
         rows.append([dim, "yes" if c else "no", seq_label(sq), f(fl and fl["tflops"]),
                      f(cu and cu["tflops"]), f(l4 and l4["tflops"])] +
                     [f(ts.get(v)) for v in nums] + [f(fk and fk["tflops"])] +
-                    ([f(g["fk7"] and g["fk7"]["tflops"])] if with_k7 else []) +
-                    ([f(g["kern"].get("fp8w-kernel-only") and
-                        g["kern"]["fp8w-kernel-only"]["tflops"])] if with_k10 else []) +
-                    ([f(g["kern"].get("fp8p-kernel-only") and
-                        g["kern"]["fp8p-kernel-only"]["tflops"])] if with_k11 else []) +
+                    [f(g["kern"].get(kn) and g["kern"][kn]["tflops"]) for _, kn in later] +
                     ([f(cf and cf["tflops"])] if with_cf else []) +
                     [f(ratio(best, fl and fl["tflops"]), 2), f(b_c, 2),
                      f(ratio(best, l4 and l4["tflops"]), 2)])
     sw = a.software()
-    kcols = (["v6 kernel alone", "v7 kernel alone"] if with_k7 else ["FP8 kernel alone"]) + (
-        ["v10 kernel alone"] if with_k10 else []) + (["v11 kernel alone"] if with_k11 else [])
+    kcols = (["v6 kernel alone"] if later else ["FP8 kernel alone"]) + [
+        f"v{number.get(vn, '?')} kernel alone" for vn, _ in later]
     out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
@@ -243,7 +238,6 @@ def r_l05_peers(a, ctx):
         if parts:
             out.append(f"FP8 at dim 128{' causal' if c else ''}, seq 4k-16k, over version 5: "
                        + "; ".join(parts) + ".")
-    number = {r["impl"].split("-", 1)[1]: v for g in grid for v, r in g["vs"].items() if r}
     for c, rs in sorted(fp8_cudnn.items()):
         parts = []
         for vn, _, _ in L05_FP8_ROWS:
