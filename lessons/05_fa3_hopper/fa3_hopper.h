@@ -280,7 +280,8 @@ cudaError_t l05_fp8p_quantize(const void *q, const void *k, const void *v, int b
                               int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
                               size_t workspace_bytes, cudaStream_t stream);
 
-/** Version 11's attention kernel on a workspace l05_fp8t_quantize() filled. */
+/** Version 11's attention kernel on a workspace l05_fp8t_quantize() filled. It writes @p o through
+ * a TMA store: @p o must be 16-byte aligned (cudaErrorInvalidValue otherwise). */
 cudaError_t l05_fp8p_attention(const void *workspace, size_t workspace_bytes, void *o, float *lse,
                                int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                                int causal, float scale, cudaStream_t stream);
