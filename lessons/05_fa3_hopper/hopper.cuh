@@ -129,6 +129,33 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void *map
       : "memory");
 }
 
+/** TMA: store one box of a 4-D tensor from shared memory at `src` (in the tensor map's swizzled
+ * layout) at coordinates (column, head, row, batch); rows past the tensor's end are left out. It
+ * completes as a bulk group of the issuing thread (bulk_commit(), bulk_wait_read0()). */
+static __device__ __forceinline__ void tma_store_4d(const void *map, uint32_t src, int c0, int c1,
+                                                    int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          (uint64_t)map),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+/** Close this thread's bulk operations issued so far into one group. */
+static __device__ __forceinline__ void bulk_commit(void) {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+/** Wait until every bulk group of this thread has read its shared-memory source. */
+static __device__ __forceinline__ void bulk_wait_read0(void) {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+
+/** Wait until every bulk group of this thread has completed (its writes done). */
+static __device__ __forceinline__ void bulk_wait0(void) {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 /** Wait at named barrier `id` (1-15; 0 is __syncthreads') until `threads` threads have reached it,
  * counting this warp's 32: the ones that wait here and the ones that only arrive. */
 static __device__ __forceinline__ void named_bar_sync(int id, int threads) {

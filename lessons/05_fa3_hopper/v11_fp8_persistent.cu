@@ -248,33 +248,6 @@ static __device__ __forceinline__ void producer_items(
   }
 }
 
-/** TMA: store a box of a 4-D tensor from shared memory at `src` (in the tensor map's swizzled
- * layout) at coordinates (column, head, row, sequence); rows past the tensor's end are left out.
- * Completes as a bulk group of this thread. */
-static __device__ __forceinline__ void tma_store_4d(const void *map, uint32_t src, int c0, int c1,
-                                                    int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
-          (uint64_t)map),
-      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
-}
-
-/** Close this thread's bulk operations issued so far into one group. */
-static __device__ __forceinline__ void bulk_commit(void) {
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-
-/** Wait until every bulk group of this thread has read its shared-memory source. */
-static __device__ __forceinline__ void bulk_wait_read0(void) {
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-
-/** Wait until every bulk group of this thread is complete. */
-static __device__ __forceinline__ void bulk_wait0(void) {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-}
-
 /** After the last tile: O / l in bf16 into the warpgroup's half of the staging tile (64 rows, two
  * 64-column panels, 128-byte swizzled as the tensor map of O reads it), then two TMA stores by the
  * warpgroup's first thread, which the warpgroup does not wait for; the log-sum-exp of my 2 rows as

@@ -31,6 +31,15 @@
  * 1.00-1.15x in eight more rounds; ahead of it with the mask (1.02-1.23x), in the same process on
  * the same tensors.
  *
+ * At dim 128 the output leaves through shared memory: each consumer warpgroup writes its 64 rows of
+ * O / l over its own rows of the Q tile (free once its last S is done), 128-byte swizzled, and its
+ * first thread issues one TMA store per 64-column panel, where each thread issued 64 four-byte
+ * stores to global memory before (version 11's store, the same idea). Measured: NVIDIA H200,
+ * 2026-11-27, six rounds taking turns with the direct stores (o-through-q-tile-experiment.log in
+ * docs/results/h200-l05e-2026-11-27): 1.007-1.022x at dim 128, seq 4k-16k, with and without the
+ * mask, the output bit for bit the same; at dim 64 0.981-0.998x, so dim 64 keeps the direct
+ * stores (FA_O_BY_TMA).
+ *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */
 // clang-format on
@@ -42,6 +51,7 @@
 #include <cuda.h>
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "attn_causal.h"
 #include "attn_cuda.cuh"
@@ -57,6 +67,11 @@
 #define FA_PK (FA_BC / 16)                   /**< k-steps of O += P V */
 #define FA_Q_BYTES (FA_BR * HEAD_DIM * 2)    /**< the Q tile */
 #define FA_TILE_BYTES (FA_BC * HEAD_DIM * 2) /**< one K or V tile buffer */
+/** 1 where O leaves through the Q tile and TMA stores (dim 128: measured faster), 0 where each
+ * thread stores its own values (dim 64: measured faster there). */
+#define FA_O_BY_TMA (HEAD_DIM == 128)
+/** The named barriers of the O stores: FA_O_BAR + the consumer warpgroup's index. */
+#define FA_O_BAR 3
 /** Dynamic shared memory: Q, two K and two V stages, nine mbarriers (Q; full and empty for K and V
  * of each stage), and 1024 bytes to align the start to a swizzle atom. */
 #define FA_SMEM_BYTES (FA_Q_BYTES + 4 * FA_TILE_BYTES + 128 + 1024)
@@ -235,6 +250,48 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
   }
 }
 
+/** A 32-bit store to shared memory at a shared-window address. */
+static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
+}
+
+/** After the last tile, at dim 128: O / l in bf16 over the warpgroup's own rows of the Q tile (its
+ * last S is done, so no wgmma reads them any more), in Q's layout, which is the tensor map of O's
+ * (two 64-column panels, 128-byte swizzled); then the first thread's TMA stores, one per panel, and
+ * its wait until they have read the tile, before the block may exit. The log-sum-exp as store_o().
+ */
+static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint32_t sQ_a,
+                                                   float *__restrict__ lse, const float acc[FA_NO],
+                                                   const float row_m[2], const float row_l[2],
+                                                   int q0, int wg, int warp, int g, int t4,
+                                                   int seq_q, int b, int h, int bh) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    float l = row_l[hf];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int r = wg * L05_WG_ROWS + warp * 16 + g + hf * 8; /* my row in the tile */
+    const float inv = l > 0.f ? 1.f / l : 0.f;               /* a row that sees no key: O = 0 */
+#pragma unroll
+    for (int dt = 0; dt < HEAD_DIM / 8; ++dt)
+      st_shared_u32(sQ_a + sw128_off(r, dt, FA_BR) + t4 * 4,
+                    pack_bf16x2(acc[4 * dt + 2 * hf] * inv, acc[4 * dt + 2 * hf + 1] * inv));
+    const int row = q0 + r;
+    if (t4 == 0 && row < seq_q)
+      lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
+  }
+  fence_proxy_async(); /* the stores above, before the async proxy reads them */
+  named_bar_sync(FA_O_BAR + wg, 128);
+  if ((threadIdx.x & 127) == 0) {
+#pragma unroll
+    for (int p = 0; p < HEAD_DIM / 64; ++p)
+      tma_store_4d(tm_o, sQ_a + p * FA_BR * 128 + wg * L05_WG_ROWS * 128, 64 * p, h,
+                   q0 + wg * L05_WG_ROWS, b);
+    bulk_commit();
+    bulk_wait_read0(); /* the tile stays until the stores have read it */
+  }
+}
+
 /* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block;
  * Q tile i sees KV tiles 0 .. Tc-1 and needs no mask on the first Tu (common/attn_causal.h).
  *
@@ -260,6 +317,7 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
  *       rescale_pack: O = alpha O; P_j packed to bf16
  *     last turn: bar.sync(mine); O += P_{Tc-1} V_{Tc-1}; commit; wait_group 0
  *     store_o: l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
+ *       (dim 128: O over my rows of the Q tile, then TMA stores, store_o_tma())
  */
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
  * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
@@ -267,6 +325,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     FA_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q, boxes of 64 x FA_BR
               const __grid_constant__ CUtensorMap tm_k,  // K, boxes of 64 x FA_BC
               const __grid_constant__ CUtensorMap tm_v,  // V, boxes of 64 x FA_BC
+              const __grid_constant__ CUtensorMap tm_o,  // O, boxes of 64 x 64 (FA_O_BY_TMA)
               attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
@@ -319,7 +378,6 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31; /* warp in the warpgroup */
     const int g = lane >> 2, t4 = lane & 3;       /* quad (row) and lane in quad (column pair) */
     const int wr0 = wg * L05_WG_ROWS + warp * 16; /* my warp's first row in the tile */
-    const size_t q_stride = (size_t)heads * HEAD_DIM;
     const int diag = seq_kv - seq_q;
     const uint32_t q_base = sQ_a + wg * L05_WG_ROWS * 128; /* my warpgroup's rows of Q */
     const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
@@ -423,7 +481,12 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       if (lane == 0) mbar_arrive(empty_v + 8 * pst);
     }
 
-    store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, q_stride, b, h, bh);
+#if FA_O_BY_TMA
+    (void)o;
+    store_o_tma(&tm_o, sQ_a, lse, acc, row_m, row_l, q0, wg, warp, g, t4, seq_q, b, h, bh);
+#else
+    store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, (size_t)heads * HEAD_DIM, b, h, bh);
+#endif
   }
 }
 
@@ -436,14 +499,19 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
   const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
   const long long blocks = (long long)n_q_tiles * batch * heads;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
-  CUtensorMap tm_q, tm_k, tm_v;
+  CUtensorMap tm_q, tm_k, tm_v, tm_o;
   ATTN_TRY(l05_tensor_map(&tm_q, q, batch, seq_q, heads, HEAD_DIM, FA_BR));
   ATTN_TRY(l05_tensor_map(&tm_k, k, batch, seq_kv, kv_heads, HEAD_DIM, FA_BC));
   ATTN_TRY(l05_tensor_map(&tm_v, v, batch, seq_kv, kv_heads, HEAD_DIM, FA_BC));
+#if FA_O_BY_TMA
+  ATTN_TRY(l05_tensor_map(&tm_o, o, batch, seq_q, heads, HEAD_DIM, L05_WG_ROWS));
+#else
+  memset(&tm_o, 0, sizeof tm_o);
+#endif
   ATTN_TRY(
       cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
   FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
-      tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
+      tm_q, tm_k, tm_v, tm_o, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
       scale * FA_LOG2E, n_q_tiles, l05_timeline_get());
   ATTN_TRY_LAUNCH();
   return cudaSuccess;

@@ -123,20 +123,7 @@ static __device__ __forceinline__ void tma_reduce_add_4d(const void *map, uint32
       : "memory");
 }
 
-/** Close this thread's bulk operations issued so far into one group. */
-static __device__ __forceinline__ void bulk_commit(void) {
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-
-/** Wait until every bulk group of this thread has read its shared-memory source. */
-static __device__ __forceinline__ void bulk_wait_read0(void) {
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-
-/** Wait until every bulk group of this thread has completed (its writes done). */
-static __device__ __forceinline__ void bulk_wait0(void) {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-}
+/* bulk_commit(), bulk_wait_read0() and bulk_wait0() are lesson 05's (hopper.cuh). */
 
 /** Store two floats to shared memory at `addr` (8-byte aligned). */
 static __device__ __forceinline__ void st_shared_v2f(uint32_t addr, float x, float y) {
