@@ -15,11 +15,13 @@ status 1.
 
     python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
-        [--batch B] [--heads H1,H2] [--peak-gbs G] [--csv FILE] [--out DIR]
+        [--batch B] [--heads H1,H2] [--kv-heads K] [--peak-gbs G] [--csv FILE] [--out DIR]
 
 --batch and --heads replace the papers' rule (batch = 16384 / seq, heads = 2048 / dim): with
 --heads 64,66 at --batch 1 --seqs 4096 the grid holds 2048 and 2112 blocks of 128 query rows, 15.5
-and 16.0 waves of 132, which shows what the last, partly filled wave costs each kernel.
+and 16.0 waves of 132, which shows what the last, partly filled wave costs each kernel. --kv-heads
+gives K and V fewer heads than Q (GQA; SDPA runs with enable_gqa, and flash's check output is
+computed on K and V repeated to every query head).
 
 --versions defaults to every version the library names (l05_version_name(1), (2), ... up to the
 first NULL). The kernels are built for sm_90a: on any other device the script says so in one line
@@ -176,6 +178,8 @@ def main():
                     help="sequences per call (default: 16384 / seq)")
     ap.add_argument("--heads", default="",
                     help="query heads, comma-separated (default: 2048 / dim)")
+    ap.add_argument("--kv-heads", type=int, default=0,
+                    help="K and V heads, dividing every --heads (default: as many as query heads)")
     ap.add_argument("--peak-gbs", type=float, default=0.0,
                     help="HBM peak in GB/s for pct_hbm (default: 2 x memory clock x bus width)")
     ap.add_argument("--csv", default=None)
@@ -224,9 +228,12 @@ def main():
                                for h in ([int(x) for x in a.heads.split(",") if x]
                                          or [2048 // dim])]:
                 batch = a.batch or 16384 // seq
+                kv_heads = a.kv_heads or heads
+                if heads % kv_heads:
+                    ap.error(f"--kv-heads {kv_heads} does not divide {heads} query heads")
                 gen = torch.Generator(device="cuda").manual_seed(seq * 1000 + dim + causal)
-                q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.bfloat16,
-                                       generator=gen) for _ in range(3))
+                q, k, v = (torch.randn(batch, seq, nh, dim, device="cuda", dtype=torch.bfloat16,
+                                       generator=gen) for nh in (heads, kv_heads, kv_heads))
                 o = torch.empty_like(q)
                 lse = torch.empty(batch, heads, seq, device="cuda", dtype=torch.float32)
                 qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
@@ -236,19 +243,27 @@ def main():
                 def sdpa(backend):
                     def run():
                         with sdpa_kernel(backend):
-                            return F.scaled_dot_product_attention(qt, kt, vt,
-                                                                  is_causal=bool(causal))
+                            return F.scaled_dot_product_attention(
+                                qt, kt, vt, is_causal=bool(causal),
+                                **({"enable_gqa": True} if kv_heads != heads else {}))
                     return run
                 impls["sdpa-flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
                 impls["sdpa-cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
-                ref = impls["sdpa-flash"]().transpose(1, 2).float()
+                if kv_heads == heads:
+                    ref = impls["sdpa-flash"]().transpose(1, 2).float()
+                else:  # the check's reference on K and V repeated to every query head
+                    g_ = heads // kv_heads
+                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                        ref = F.scaled_dot_product_attention(
+                            qt, kt.repeat_interleave(g_, 1), vt.repeat_interleave(g_, 1),
+                            is_causal=bool(causal)).transpose(1, 2).float()
                 vmax = v.abs().max().item()
 
                 def lesson(forward, ver, tag):
                     def run():
                         err = forward(ver, dim, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-                                      o.data_ptr(), lse.data_ptr(), batch, heads, heads, seq, seq,
-                                      causal, 0.0, stream)
+                                      o.data_ptr(), lse.data_ptr(), batch, heads, kv_heads, seq,
+                                      seq, causal, 0.0, stream)
                         if err != 0:
                             raise RuntimeError(f"{tag}_forward({ver}) returned CUDA error {err}")
                     return run
@@ -263,7 +278,6 @@ def main():
                 # Each selected FP8 version's kernel alone and conversion alone, on workspaces of
                 # their own (by row name; freed with the shape's tensors).
                 ws, moved, converts = {}, {}, {}
-                kv_heads = heads
                 values = batch * seq * heads * dim + 2 * batch * seq * kv_heads * dim  # Q; K, V
 
                 def refused(err):
@@ -279,7 +293,7 @@ def main():
                         moved[convert_row] = CONVERT_BYTES_PER_VALUE * values
                     fns = fp8_fns[prefix]
                     nbytes = 0 if isinstance(fns, str) else fns["workspace_bytes"](
-                        batch, heads, heads, seq, seq, dim)
+                        batch, heads, kv_heads, seq, seq, dim)
                     if nbytes == 0:
                         why = fns if isinstance(fns, str) else (
                             f"{prefix}_workspace_bytes returned 0 for this shape")
@@ -299,7 +313,7 @@ def main():
                             # stream-ordered pool that releases at each synchronisation makes
                             # that a fresh allocation every time)
                             err = forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
-                                          lse.data_ptr(), batch, heads, heads, seq, seq, dim,
+                                          lse.data_ptr(), batch, heads, kv_heads, seq, seq, dim,
                                           causal, dim ** -0.5, ws[row].data_ptr(), nbytes, stream)
                             if err != 0:
                                 raise RuntimeError(f"{prefix}_forward returned CUDA error {err}")
@@ -308,7 +322,8 @@ def main():
                         def convert(row=convert_row, quantize=fns["quantize"], nbytes=nbytes,
                                     prefix=prefix):
                             err = quantize(q.data_ptr(), k.data_ptr(), v.data_ptr(), batch, heads,
-                                           heads, seq, seq, dim, ws[row].data_ptr(), nbytes, stream)
+                                           kv_heads, seq, seq, dim, ws[row].data_ptr(), nbytes,
+                                           stream)
                             if err != 0:
                                 raise RuntimeError(f"{prefix}_quantize returned CUDA error {err}")
                         if convert_row:
@@ -317,7 +332,7 @@ def main():
                         def fp8_kernel(row=kernel_row, attention=fns["attention"], nbytes=nbytes,
                                        prefix=prefix):
                             err = attention(ws[row].data_ptr(), nbytes, o.data_ptr(),
-                                            lse.data_ptr(), batch, heads, heads, seq, seq, dim,
+                                            lse.data_ptr(), batch, heads, kv_heads, seq, seq, dim,
                                             causal, dim ** -0.5, stream)
                             if err != 0:
                                 raise RuntimeError(f"{prefix}_attention returned CUDA error {err}")
@@ -343,7 +358,7 @@ def main():
                 picks = default_picks(batch, heads, seq)
                 ref64 = fp64_rows(q, k, v, causal, dim ** -0.5, picks)
                 res, gbs = {}, {}  # TFLOP/s of the attention rows, GB/s of the conversions
-                shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=heads, seq_q=seq,
+                shape = dict(dtype="bf16", batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq,
                              seq_kv=seq, dim=dim, causal=causal)
                 what = "attention forward, causal counted as half the pairs"
                 what_convert = ("Q, K, V bf16 to e4m3 alone; bytes: each value read (2 B) and "
