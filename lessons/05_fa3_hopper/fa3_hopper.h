@@ -39,7 +39,8 @@ extern "C" {
  * @param q        `[batch, seq_q, heads, dim]`, bf16
  * @param k        `[batch, seq_kv, kv_heads, dim]`, bf16
  * @param v        `[batch, seq_kv, kv_heads, dim]`, bf16
- * @param o        out: `[batch, seq_q, heads, dim]`, bf16
+ * @param o        out: `[batch, seq_q, heads, dim]`, bf16; 16-byte aligned where a TMA store
+ *                 writes it (version 5 at dim 128)
  * @param lse      out: `[batch, heads, seq_q]`, fp32, natural log; -inf for a row that sees no key
  * @param batch    sequences
  * @param heads    query heads
