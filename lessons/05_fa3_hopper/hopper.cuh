@@ -129,6 +129,18 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void *map
       : "memory");
 }
 
+/** A 32-bit store to shared memory at a shared-window address. */
+static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
+}
+
+/** A 32-bit load from shared memory at a shared-window address. */
+static __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
+  uint32_t x;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+  return x;
+}
+
 /** TMA: store one box of a 4-D tensor from shared memory at `src` (in the tensor map's swizzled
  * layout) at coordinates (column, head, row, batch); rows past the tensor's end are left out. It
  * completes as a bulk group of the issuing thread (bulk_commit(), bulk_wait_read0()). */

@@ -152,17 +152,6 @@ static __device__ __forceinline__ int exponent_of(float x) {
   return ((__float_as_int(x) >> 23) & 0xff) - 127;
 }
 
-/** A 32-bit store to shared memory at a shared-window address. */
-static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
-}
-/** A 32-bit load from shared memory at a shared-window address. */
-static __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
-  uint32_t x;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
-  return x;
-}
-
 /* The scheduler, version 9's: item i is Q tile i % Tr of (head, sequence) i / Tr, a head's tiles
  * from the last down under the mask (version 10's block order). A block's first item is its own
  * index; after that it takes gridDim.x + atomicAdd(&g_next_item, 1) until the number passes the

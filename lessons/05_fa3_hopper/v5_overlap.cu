@@ -226,6 +226,7 @@ static __device__ __forceinline__ void producer_load(
   }
 }
 
+#if !FA_O_BY_TMA
 /** After the last tile: the quad's 4 partial row sums, then O / l in bf16 and the log-sum-exp of my
  * 2 rows, q0 + wr0 + g and + 8 (rows past seq_q are not written). */
 static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float *__restrict__ lse,
@@ -249,16 +250,11 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
       lse[(size_t)bh * seq_q + row] = l > 0.f ? (row_m[hf] + log2f(l)) * FA_LN2 : -INFINITY;
   }
 }
-
-/** A 32-bit store to shared memory at a shared-window address. */
-static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
-}
-
+#else
 /** After the last tile, at dim 128: O / l in bf16 over the warpgroup's own rows of the Q tile (its
  * last S is done, so no wgmma reads them any more), in Q's layout, which is the tensor map of O's
  * (two 64-column panels, 128-byte swizzled); then the first thread's TMA stores, one per panel, and
- * its wait until they have read the tile, before the block may exit. The log-sum-exp as store_o().
+ * its wait until they have read the tile, before the block may exit. The log-sum-exp as at dim 64.
  */
 static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint32_t sQ_a,
                                                    float *__restrict__ lse, const float acc[FA_NO],
@@ -291,6 +287,7 @@ static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint
     bulk_wait_read0(); /* the tile stays until the stores have read it */
   }
 }
+#endif
 
 /* The loop on a whiteboard, in the papers' names: Tr = ceil(seq_q / Br) Q tiles, one per block;
  * Q tile i sees KV tiles 0 .. Tc-1 and needs no mask on the first Tu (common/attn_causal.h).

@@ -184,17 +184,6 @@ static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float 
   }
 }
 
-/** A 32-bit store to shared memory at a shared-window address. */
-static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");
-}
-/** A 32-bit load from shared memory at a shared-window address. */
-static __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
-  uint32_t x;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
-  return x;
-}
-
 /* The scheduler. Items are numbered as version 8 numbers its blocks: item i is Q tile i % Tr of
  * (head, sequence) i / Tr, the tiles of a head from the last down under the mask. A block's first
  * item is its own index; after that it takes gridDim.x + atomicAdd(&g_next_item, 1), until the

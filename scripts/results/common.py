@@ -165,7 +165,8 @@ VERSIONS = {
          "(named barriers): S_j and P_{j-1} V_{j-1} in one turn, the softmax under the other's",
          "384"],
         ["5", "`v5_overlap.cu`", "overlap-bf16", "inside a turn, the softmax of S_j under the "
-         "warpgroup's own P_{j-1} V_{j-1} (two commit groups, `wait_group 1`)", "384"],
+         "warpgroup's own P_{j-1} V_{j-1} (two commit groups, `wait_group 1`); at dim 128 O "
+         "stored through the Q tile by TMA", "384"],
         ["6", "`v6_fp8.cu`", "fp8-e4m3", "version 5 on e4m3 Q, K and V^T (keys permuted to the "
          "order a thread holds P), one scale per tensor, dim 128; the conversion is timed with it",
          "384"],
@@ -183,7 +184,8 @@ VERSIONS = {
          "exponentials (a named barrier); the conversion is timed with it", "384"],
         ["11", "`v11_fp8_persistent.cu`", "fp8-persistent", "version 10 with version 9's "
          "scheduler: one block per SM taking its Q tiles from an atomic counter, the next tile's Q "
-         "and first K and V loading under this one's last; the conversion is timed with it", "384"],
+         "and first K and V loading under this one's last; O stored through shared memory by TMA; "
+         "the conversion is timed with it", "384"],
         ["12", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
