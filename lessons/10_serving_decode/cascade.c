@@ -138,8 +138,9 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *p,
       p->max_prefix_keys > c->prefix.max_q ? p->max_prefix_keys : c->prefix.max_q;
   /* The prefix pass is prefill-shaped (the draft tokens of every forked sequence over one set of
    * keys): version 4's warpgroup where it runs (its occupancy query is 0 where it was not built or
-   * the GPU cannot run sm_90a code), version 1 elsewhere. */
-  c->prefix_wg = !s->k_scale && l10_wg_per_sm(s->dim) > 0;
+   * the GPU cannot run sm_90a code), and then the suffix pass in the same launch; version 1
+   * elsewhere. */
+  c->wg = !s->k_scale && l10_wg_per_sm(s->dim) > 0;
 }
 
 int l10_cascade_cpu(const l10_step *s, int chunk, const float *q, const int *q_start,

@@ -132,6 +132,27 @@ cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
   (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
   return cudaErrorNotSupported;
 }
+cudaError_t l10_wg_pair_d64(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                            size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                            void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
+  (void)a, (void)o_a, (void)lse_a, (void)ws_a, (void)ws_a_bytes, (void)b, (void)o_b, (void)lse_b;
+  (void)ws_b, (void)ws_b_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_wg_pair_d128(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                             size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                             void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
+  (void)a, (void)o_a, (void)lse_a, (void)ws_a, (void)ws_a_bytes, (void)b, (void)o_b, (void)lse_b;
+  (void)ws_b, (void)ws_b_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_wg_pair_d256(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                             size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                             void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
+  (void)a, (void)o_a, (void)lse_a, (void)ws_a, (void)ws_a_bytes, (void)b, (void)o_b, (void)lse_b;
+  (void)ws_b, (void)ws_b_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
 int l10_wg_per_sm_d64(void) {
   return 0;
 }
@@ -150,6 +171,19 @@ cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size
   if (s->dim == 128) return l10_wg_d128(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 256) return l10_wg_d256(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
+}
+
+cudaError_t l10_wg_pair(const l10_step *a, void *o_a, float *lse_a, void *ws_a, size_t ws_a_bytes,
+                        const l10_step *b, void *o_b, float *lse_b, void *ws_b, size_t ws_b_bytes,
+                        cudaStream_t stream) {
+  if (!a || !b || a->dim != b->dim) return cudaErrorInvalidValue;
+  cudaError_t (*f)(const l10_step *, void *, float *, void *, size_t, const l10_step *, void *,
+                   float *, void *, size_t, cudaStream_t) = a->dim == 64    ? l10_wg_pair_d64
+                                                            : a->dim == 128 ? l10_wg_pair_d128
+                                                            : a->dim == 256 ? l10_wg_pair_d256
+                                                                            : NULL;
+  if (!f) return cudaErrorInvalidValue;
+  return f(a, o_a, lse_a, ws_a, ws_a_bytes, b, o_b, lse_b, ws_b, ws_b_bytes, stream);
 }
 
 cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,

@@ -196,6 +196,22 @@ cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
 /** The same, head dimension 256. */
 cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
                         size_t workspace_bytes, cudaStream_t stream);
+/** Two steps in one launch of version 4's kernel (version 3's passes): step @p a's blocks, then
+ * step @p b's, each with its own outputs and workspace as l10_wg_d64() takes them (a's sized by
+ * l10_wg_workspace_bytes(a), b's by l10_wg_workspace_bytes(b); the two must not overlap), then the
+ * merge kernel of each step whose chunks the kernel does not merge itself. The same head
+ * dimension for both; errors as l10_wg_d64()'s. */
+cudaError_t l10_wg_pair_d64(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                            size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                            void *ws_b, size_t ws_b_bytes, cudaStream_t stream);
+/** The same, head dimension 128. */
+cudaError_t l10_wg_pair_d128(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                             size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                             void *ws_b, size_t ws_b_bytes, cudaStream_t stream);
+/** The same, head dimension 256. */
+cudaError_t l10_wg_pair_d256(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
+                             size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
+                             void *ws_b, size_t ws_b_bytes, cudaStream_t stream);
 /** Blocks of version 4's kernel one SM holds, head dimension 64 (0 without a device, on a GPU
  * that cannot run it, or where it was not built). */
 int l10_wg_per_sm_d64(void);
@@ -217,6 +233,10 @@ size_t l10_wg_workspace_bytes(const l10_step *s);
 /** Version 4 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
                    cudaStream_t stream);
+/** Two steps in one launch of version 4 at head dimension a->dim (both steps' dim). */
+cudaError_t l10_wg_pair(const l10_step *a, void *o_a, float *lse_a, void *ws_a, size_t ws_a_bytes,
+                        const l10_step *b, void *o_b, float *lse_b, void *ws_b, size_t ws_b_bytes,
+                        cudaStream_t stream);
 
 /** @name The FP8 cache (version 2)
  *  One scale per key row (a token's dim values of one KV head, K and V apart): a row's scale is
@@ -350,13 +370,13 @@ int l10_cascade_cpu(const l10_step *s, int chunk, const float *q, const int *q_s
                     const float *v_cache, const int *block_table, const int *seq_lens, int total_q,
                     float *o, float *lse);
 
-/** Version 3's step: two of version 1's steps over the same pools, and the packed rows. */
+/** Version 3's step: two steps over the same pools (the passes), and the packed rows. */
 typedef struct l10_cascade {
   l10_step prefix; /**< the shared pages, no mask; batch 0 when nobody shares */
   l10_step suffix; /**< every sequence over its own pages, with the step's mask */
   int total_q;     /**< packed query rows of the step (both passes write into these rows) */
-  int prefix_wg;   /**< 1: the prefix pass runs on version 4 (built, and this GPU runs it); 0:
-                        on version 1 */
+  int wg;          /**< 1: both passes on version 4 in one launch (l10_wg_pair(): built, and
+                        this GPU runs it); 0: both on version 1, one launch each */
 } l10_cascade;
 
 /** The plan's arrays on the device (l10_cascade_upload()). */

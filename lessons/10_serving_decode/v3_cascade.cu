@@ -49,9 +49,15 @@
  * against 1.8e-3 for version 1 on the same rows).
  *
  * Since then: the prefix pass runs on version 4 (l10_wg(), one warpgroup a unit of 64 rows on
- * wgmma) where it is built and the GPU runs it (l10_cascade_make() sets prefix_wg), version 1
+ * wgmma) where it is built and the GPU runs it (l10_cascade_make() sets wg), version 1
  * elsewhere: 0.111 ms at the shape above, 4.39x lesson 07's version 5 (h200-l10cascade-2026-11-26);
- * the cascade must still read 268 MB there, so the memory allows at most 8.7x.
+ * the cascade must still read 268 MB there, so the memory allows at most 8.7x. Then both passes
+ * in one launch of version 4's kernel (l10_wg_pair(): the prefix pass's blocks, then the suffix
+ * pass's, now on version 4 too), where the step had been four launches in a row: 1.02-1.08x at
+ * the cascade table's shapes, 0.107 ms at the shape above, 4.5x lesson 07's version 5
+ * (h200-l10r-2026-11-27). The launches' gaps were about 4 of the 10-15 microseconds predicted:
+ * the one launch streams 2.6 TB/s of the 269 MB it reads, its 64-row units (one warpgroup that
+ * waits for S, then for P V) being the slow part.
  *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
  * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
@@ -73,17 +79,19 @@ static size_t cascade_state_bytes(const l10_cascade *c) {
   return o + (rows * sizeof(float) + 255) / 256 * 256;
 }
 
-/** Bytes of the prefix pass's own workspace; the suffix pass's follows it. Each pass keeps its
- * merge's counters in its own (at 0 between launches), so the two do not share one. */
-static size_t cascade_prefix_bytes(const l10_cascade *c) {
-  const size_t pre = c->prefix.batch <= 0 ? 0
-                     : c->prefix_wg       ? l10_wg_workspace_bytes(&c->prefix)
-                                          : l10_draft_workspace_bytes(&c->prefix);
-  return (pre + 255) / 256 * 256;
+/** Bytes of one pass's own workspace, at a 256-byte boundary: version 4's or version 1's. */
+static size_t cascade_pass_bytes(const l10_cascade *c, const l10_step *pass) {
+  const size_t b = pass->batch <= 0 ? 0
+                   : c->wg          ? l10_wg_workspace_bytes(pass)
+                                    : l10_draft_workspace_bytes(pass);
+  return (b + 255) / 256 * 256;
 }
 
+/* The prefix pass's own workspace, then the suffix pass's. Each pass keeps its merge's counters in
+ * its own (at 0 between launches), so the two do not share one. */
 extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
-  return cascade_state_bytes(c) + cascade_prefix_bytes(c) + l10_draft_workspace_bytes(&c->suffix);
+  return cascade_state_bytes(c) + cascade_pass_bytes(c, &c->prefix) +
+         cascade_pass_bytes(c, &c->suffix);
 }
 
 /** A warp per (row, head) of the prefix pass's sequences (their @p q_start, @p q_lens; rows of
@@ -128,11 +136,17 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
   const size_t state = cascade_state_bytes(c);
   attn_bf16 *o_pre = (attn_bf16 *)ws;
   float *lse_pre = (float *)(ws + state - ((size_t)n * sizeof(float) + 255) / 256 * 256);
-  const size_t pre = cascade_prefix_bytes(c);
-  if (c->prefix.batch > 0)
-    ATTN_TRY(
-        (c->prefix_wg ? l10_wg : l10_draft)(&c->prefix, o_pre, lse_pre, ws + state, pre, stream));
-  ATTN_TRY(l10_draft(&c->suffix, o, lse, ws + state + pre, workspace_bytes - state - pre, stream));
+  const size_t pre = cascade_pass_bytes(c, &c->prefix);
+  unsigned char *ws_suf = ws + state + pre;
+  const size_t suf_bytes = workspace_bytes - state - pre;
+  if (c->prefix.batch > 0 && c->wg) /* both passes, one launch: the prefix's blocks first */
+    ATTN_TRY(l10_wg_pair(&c->prefix, o_pre, lse_pre, ws + state, pre, &c->suffix, o, lse, ws_suf,
+                         suf_bytes, stream));
+  else {
+    if (c->prefix.batch > 0)
+      ATTN_TRY(l10_draft(&c->prefix, o_pre, lse_pre, ws + state, pre, stream));
+    ATTN_TRY((c->wg ? l10_wg : l10_draft)(&c->suffix, o, lse, ws_suf, suf_bytes, stream));
+  }
   if (c->prefix.batch > 0) { /* 8 warps a block */
     const long long warps = (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads;
     cascade_merge<<<(unsigned)((warps + 7) / 8), 256, 0, stream>>>(

@@ -47,6 +47,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
@@ -86,10 +87,14 @@
 #define WG_CAT(a, b) WG_CAT_(a, b)
 /** This build's kernel: l10_wg_kernel_d64, _d128 or _d256. */
 #define WG_KERNEL WG_CAT(l10_wg_kernel_d, HEAD_DIM)
+/** This build's kernel for two steps in one launch: l10_wg_pair_kernel_d64, _d128 or _d256. */
+#define WG_PAIR_KERNEL WG_CAT(l10_wg_pair_kernel_d, HEAD_DIM)
 /** This build's launcher: l10_wg_d64(), _d128() or _d256(), in serving_decode.h. */
 #define WG_LAUNCH WG_CAT(l10_wg_d, HEAD_DIM)
 /** This build's occupancy query: l10_wg_per_sm_d64(), _d128() or _d256(). */
 #define WG_PER_SM WG_CAT(l10_wg_per_sm_d, HEAD_DIM)
+/** This build's two-step launcher: l10_wg_pair_d64(), _d128() or _d256(). */
+#define WG_PAIR WG_CAT(l10_wg_pair_d, HEAD_DIM)
 /** Version 1's merge of the chunks, for this head dimension. */
 #define WG_MERGE WG_CAT(l10_draft_merge_d, HEAD_DIM)
 
@@ -308,29 +313,59 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
  *       O += P V_t         WG_PK wgmma m64nDk16, P from registers; wait
  *     O / l and lse per row -> O (one chunk) or the partial states, merged as version 1 merges them
  */
-/** One block per (item, KV head, unit), one warpgroup. */
-static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
-    WG_KERNEL(const attn_bf16 *__restrict__ q,      // [total_q, heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ k,      // [num_blocks, block_size, kv_heads, HEAD_DIM]
-              const attn_bf16 *__restrict__ v,      // the same for V
-              const int *__restrict__ block_table,  // [batch, max_blocks]
-              attn_bf16 *__restrict__ o,            // [total_q, heads, HEAD_DIM]
-              float *__restrict__ lse,              // [total_q, heads]
-              float *__restrict__ part_o,           // [items, kv_heads, units, 64, dim]
-              float *__restrict__ part_lse,         // [items, kv_heads, units, 64]
-              int2 *__restrict__ plan,              // [batch]: first item, count
-              int *__restrict__ count,              // [2, items, kv_heads, units]: counters
-              const int *__restrict__ q_start, const int *__restrict__ q_lens,
-              const uint32_t *__restrict__ tree, const int *__restrict__ seq_lens, int heads,
-              int kv_heads, int max_q, int max_seq_kv, int max_blocks, int shift, int mask,
-              float scale_log2, int units, int batch, int items) {
+/** One step's share of a launch: what the kernel reads and writes for it, and its blocks. A
+ * launch runs one step (l10_wg()) or two (l10_wg_pair(), version 3's passes): the first's blocks,
+ * then the second's. */
+typedef struct wg_part {
+  const attn_bf16 *q;       /**< [total_q, heads, HEAD_DIM] */
+  const attn_bf16 *k, *v;   /**< [num_blocks, block_size, kv_heads, HEAD_DIM] */
+  const int *block_table;   /**< [batch, max_blocks] */
+  attn_bf16 *o;             /**< [total_q, heads, HEAD_DIM] */
+  float *lse;               /**< [total_q, heads] */
+  float *part_o, *part_lse; /**< [items, kv_heads, units, 64, dim], [items, kv_heads, units, 64] */
+  int2 *plan;               /**< [batch]: first item, count */
+  int *count;               /**< [2, items, kv_heads, units]: counters; NULL: the merge kernel's */
+  const int *q_start, *q_lens, *seq_lens;
+  const uint32_t *tree;
+  int heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask;
+  float scale_log2;
+  int units, batch, items;
+  int blocks; /**< items x kv_heads x units */
+} wg_part;
+
+/** The parts of one launch: a step's blocks (l10_wg()), or two steps' one after the other
+ * (l10_wg_pair(), version 3's passes). */
+typedef struct wg_parts {
+  wg_part p[2];
+} wg_parts;
+
+/** One block of part @p my: block @p rest of its (item, KV head, unit) blocks. */
+static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest) {
+  const attn_bf16 *__restrict__ q = my->q;
+  const attn_bf16 *__restrict__ k = my->k;
+  const attn_bf16 *__restrict__ v = my->v;
+  const int *__restrict__ block_table = my->block_table;
+  attn_bf16 *__restrict__ o = my->o;
+  float *__restrict__ lse = my->lse;
+  float *__restrict__ part_o = my->part_o;
+  float *__restrict__ part_lse = my->part_lse;
+  int2 *__restrict__ plan = my->plan;
+  int *__restrict__ count = my->count;
+  const int *__restrict__ q_start = my->q_start;
+  const int *__restrict__ q_lens = my->q_lens;
+  const uint32_t *__restrict__ tree = my->tree;
+  const int *__restrict__ seq_lens = my->seq_lens;
+  const int heads = my->heads, kv_heads = my->kv_heads, max_q = my->max_q;
+  const int max_seq_kv = my->max_seq_kv, max_blocks = my->max_blocks;
+  const int shift = my->shift, mask = my->mask;
+  const float scale_log2 = my->scale_log2;
+  const int units = my->units, batch = my->batch, items = my->items;
   extern __shared__ unsigned char smem[];
   const uint32_t sq = (smem_u32(smem) + 1023u) & ~1023u; /* swizzle atoms: 1024-byte aligned */
   const uint32_t sring = sq + WG_Q_BYTES;                /* [stage][K, V] */
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
-  unsigned rest = blockIdx.x;
   const int u = (int)(rest % (unsigned)units);
   rest /= (unsigned)units;
   const int kvh = (int)(rest % (unsigned)kv_heads), item = (int)(rest / (unsigned)kv_heads);
@@ -464,6 +499,24 @@ static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
                      heads, (size_t)items * kv_heads * units, o, lse, smem);
 }
 
+/** One block per (item, KV head, unit), one warpgroup: one step (l10_wg()). The part stays in
+ * the kernel's parameter space (__grid_constant__), read where it is used. */
+static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
+    WG_KERNEL(const __grid_constant__ wg_parts parts) {
+  wg_block(&parts.p[0], blockIdx.x);
+}
+
+/** The same for two steps in one launch (l10_wg_pair()): part 0's blocks, then part 1's; each
+ * branch reads its own part's fields. A kernel of its own, so that a one-step launch runs the
+ * code it ran before. */
+static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
+    WG_PAIR_KERNEL(const __grid_constant__ wg_parts parts) {
+  if (blockIdx.x < (unsigned)parts.p[0].blocks)
+    wg_block(&parts.p[0], blockIdx.x);
+  else
+    wg_block(&parts.p[1], blockIdx.x - (unsigned)parts.p[0].blocks);
+}
+
 /** Blocks of the kernel one SM holds, queried once; 0 without a device. */
 extern "C" int WG_PER_SM(void) {
   static int per_sm = 0;
@@ -480,12 +533,10 @@ extern "C" int WG_PER_SM(void) {
   return n;
 }
 
-/** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its items for version 4's
- * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); the chunks merged as version 1
- * merges them (inside the kernel with few rows, else version 1's merge kernel after it). See
- * serving_decode.h. */
-extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
-                                 size_t workspace_bytes, cudaStream_t stream) {
+/** Part @p p of a launch from step @p st (checked), its outputs and workspace; @p here: the
+ * chunks merged inside the kernel. */
+static cudaError_t wg_part_make(const l10_step *st, void *o, float *lse, void *workspace,
+                                size_t workspace_bytes, wg_part *p, int *here) {
   char err[160];
   if (!st || !o || !lse || l10_step_check(st, err, sizeof err) != 0 || st->dim != HEAD_DIM ||
       st->k_scale)
@@ -498,25 +549,70 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   const size_t need = l10_wg_workspace_bytes(st);
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
-  float *part_o, *part_lse;
-  int *count;
-  int2 *plan;
-  l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
-  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
+  l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &p->part_o, &p->part_lse, &p->count,
+                      &p->plan);
+  *here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
+  if (!*here) p->count = NULL;
+  p->q = (const attn_bf16 *)st->q, p->k = (const attn_bf16 *)st->k_cache;
+  p->v = (const attn_bf16 *)st->v_cache, p->block_table = st->block_table;
+  p->o = (attn_bf16 *)o, p->lse = lse;
+  p->q_start = st->q_start, p->q_lens = st->q_lens, p->seq_lens = st->seq_lens, p->tree = st->tree;
+  p->heads = st->heads, p->kv_heads = st->kv_heads, p->max_q = st->max_q;
+  p->max_seq_kv = st->max_seq_kv, p->max_blocks = st->max_blocks, p->shift = shift;
+  p->mask = (int)st->mask, p->scale_log2 = st->scale * WG_LOG2E;
+  p->units = units, p->batch = st->batch, p->items = items, p->blocks = (int)blocks;
+  return cudaSuccess;
+}
+
+/** One launch of parts @p a and @p b (b.blocks 0: one step), then each part's merge kernel where
+ * its chunks are not merged inside. */
+static cudaError_t wg_launch(const l10_step *sa, const wg_part *a, int here_a, const l10_step *sb,
+                             const wg_part *b, int here_b, cudaStream_t stream) {
+  if ((long long)a->blocks + b->blocks > INT_MAX) return cudaErrorInvalidConfiguration;
   static int smem_set = 0; /* once: a launch being captured makes no other CUDA call */
   if (!smem_set) {
     ATTN_TRY(cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   WG_SMEM_BYTES));
+    ATTN_TRY(cudaFuncSetAttribute(WG_PAIR_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  WG_SMEM_BYTES));
     smem_set = 1;
   }
-  WG_KERNEL<<<(unsigned)blocks, WG_THREADS, WG_SMEM_BYTES, stream>>>(
-      (const attn_bf16 *)st->q, (const attn_bf16 *)st->k_cache, (const attn_bf16 *)st->v_cache,
-      st->block_table, (attn_bf16 *)o, lse, part_o, part_lse, plan, here ? count : NULL,
-      st->q_start, st->q_lens, st->tree, st->seq_lens, st->heads, st->kv_heads, st->max_q,
-      st->max_seq_kv, st->max_blocks, shift, (int)st->mask, st->scale * WG_LOG2E, units, st->batch,
-      items);
+  wg_parts parts;
+  parts.p[0] = *a, parts.p[1] = *b;
+  if (b->blocks > 0)
+    WG_PAIR_KERNEL<<<(unsigned)(a->blocks + b->blocks), WG_THREADS, WG_SMEM_BYTES, stream>>>(parts);
+  else
+    WG_KERNEL<<<(unsigned)a->blocks, WG_THREADS, WG_SMEM_BYTES, stream>>>(parts);
   ATTN_TRY_LAUNCH();
-  if (items > st->batch && !here)
-    return WG_MERGE(st, part_o, part_lse, (const int *)plan, o, lse, units, stream);
+  if (a->items > sa->batch && !here_a)
+    ATTN_TRY(
+        WG_MERGE(sa, a->part_o, a->part_lse, (const int *)a->plan, a->o, a->lse, a->units, stream));
+  if (sb && b->blocks > 0 && b->items > sb->batch && !here_b)
+    ATTN_TRY(
+        WG_MERGE(sb, b->part_o, b->part_lse, (const int *)b->plan, b->o, b->lse, b->units, stream));
   return cudaSuccess;
+}
+
+/** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its items for version 4's
+ * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); the chunks merged as version 1
+ * merges them (inside the kernel with few rows, else version 1's merge kernel after it). See
+ * serving_decode.h. */
+extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
+                                 size_t workspace_bytes, cudaStream_t stream) {
+  wg_part a, none;
+  int here = 0;
+  ATTN_TRY(wg_part_make(st, o, lse, workspace, workspace_bytes, &a, &here));
+  memset(&none, 0, sizeof none);
+  return wg_launch(st, &a, here, NULL, &none, 0, stream);
+}
+
+/** Two steps in one launch, l10_wg_pair_d64(), _d128() or _d256(): see serving_decode.h. */
+extern "C" cudaError_t WG_PAIR(const l10_step *sa, void *o_a, float *lse_a, void *ws_a,
+                               size_t ws_a_bytes, const l10_step *sb, void *o_b, float *lse_b,
+                               void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
+  wg_part a, b;
+  int here_a = 0, here_b = 0;
+  ATTN_TRY(wg_part_make(sa, o_a, lse_a, ws_a, ws_a_bytes, &a, &here_a));
+  ATTN_TRY(wg_part_make(sb, o_b, lse_b, ws_b, ws_b_bytes, &b, &here_b));
+  return wg_launch(sa, &a, here_a, sb, &b, here_b, stream);
 }
