@@ -56,8 +56,8 @@
  * pass's, now on version 4 too), where the step had been four launches in a row: 1.02-1.08x at
  * the cascade table's shapes, 0.107 ms at the shape above, 4.5x lesson 07's version 5
  * (h200-l10r-2026-11-27). The launches' gaps were about 4 of the 10-15 microseconds predicted:
- * the one launch streams 2.6 TB/s of the 269 MB it reads, its 64-row units (one warpgroup that
- * waits for S, then for P V) being the slow part.
+ * the one launch streams 2.6 TB/s of the 269 MB it reads, which points at its 64-row units (one
+ * warpgroup that waits for S, then for P V; not measured apart).
  *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
  * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
