@@ -317,26 +317,38 @@ static __device__ __forceinline__ void wg_softmax(float s[WG_NS], float row_m[2]
  * launch runs one step (l10_wg()) or two (l10_wg_pair(), version 3's passes): the first's blocks,
  * then the second's. */
 typedef struct wg_part {
-  const attn_bf16 *q;       /**< [total_q, heads, HEAD_DIM] */
-  const attn_bf16 *k, *v;   /**< [num_blocks, block_size, kv_heads, HEAD_DIM] */
-  const int *block_table;   /**< [batch, max_blocks] */
-  attn_bf16 *o;             /**< [total_q, heads, HEAD_DIM] */
-  float *lse;               /**< [total_q, heads] */
-  float *part_o, *part_lse; /**< [items, kv_heads, units, 64, dim], [items, kv_heads, units, 64] */
-  int2 *plan;               /**< [batch]: first item, count */
-  int *count;               /**< [2, items, kv_heads, units]: counters; NULL: the merge kernel's */
-  const int *q_start, *q_lens, *seq_lens;
-  const uint32_t *tree;
-  int heads, kv_heads, max_q, max_seq_kv, max_blocks, shift, mask;
-  float scale_log2;
-  int units, batch, items;
-  int blocks; /**< items x kv_heads x units */
+  const attn_bf16 *q;     /**< [total_q, heads, HEAD_DIM] */
+  const attn_bf16 *k;     /**< [num_blocks, block_size, kv_heads, HEAD_DIM] */
+  const attn_bf16 *v;     /**< the same for V */
+  const int *block_table; /**< [batch, max_blocks] */
+  attn_bf16 *o;           /**< [total_q, heads, HEAD_DIM] */
+  float *lse;             /**< [total_q, heads] */
+  float *part_o;          /**< [items, kv_heads, units, 64, dim] */
+  float *part_lse;        /**< [items, kv_heads, units, 64] */
+  int2 *plan;             /**< [batch]: first item, count */
+  int *count;             /**< [2, items, kv_heads, units]: counters; NULL: the merge kernel's */
+  const int *q_start;     /**< the step's q_start */
+  const int *q_lens;      /**< the step's q_lens */
+  const int *seq_lens;    /**< the step's seq_lens */
+  const uint32_t *tree;   /**< the step's tree words, or NULL */
+  int heads;              /**< query heads */
+  int kv_heads;           /**< KV heads */
+  int max_q;              /**< the step's limit on draft tokens */
+  int max_seq_kv;         /**< the step's limit on keys */
+  int max_blocks;         /**< block-table columns */
+  int shift;              /**< log2 of the page size */
+  int mask;               /**< l10_mask */
+  float scale_log2;       /**< softmax scale x log2 e */
+  int units;              /**< units per KV head */
+  int batch;              /**< sequences */
+  int items;              /**< items of the grid */
+  int blocks;             /**< items x kv_heads x units */
 } wg_part;
 
 /** The parts of one launch: a step's blocks (l10_wg()), or two steps' one after the other
  * (l10_wg_pair(), version 3's passes). */
 typedef struct wg_parts {
-  wg_part p[2];
+  wg_part p[2]; /**< the first step's, then the second's (blocks 0: none) */
 } wg_parts;
 
 /** One block of part @p my: block @p rest of its (item, KV head, unit) blocks. */
