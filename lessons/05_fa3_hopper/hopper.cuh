@@ -43,6 +43,14 @@ static __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lb
          ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
 }
 
+/** The descriptor @p desc of an operand, @p bytes (a multiple of 16) further on in shared memory:
+ * only the start address field moves, and inside shared memory it cannot carry into the field
+ * above it, so one 64-bit add replaces building the descriptor from its fields at every k-step
+ * (about a dozen instructions each in the SASS, on the issue slots the softmax needs). */
+static __device__ __forceinline__ uint64_t wgmma_desc_at(uint64_t desc, uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
+
 /** Before the first wgmma of a batch: the warpgroup's earlier register writes (the accumulator
  * rescaled, P packed) are ordered before the tensor cores read those registers. */
 static __device__ __forceinline__ void wgmma_fence(void) {

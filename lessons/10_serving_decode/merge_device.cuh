@@ -13,8 +13,9 @@
  * groups: no block reads more than about 2 sqrt(n) states (12 at n = 33), and the groups' merges
  * run side by side on different SMs. Up to L10_MERGE_ONE chunks there is one group: the last block
  * merges them all, as in lesson 07, without the second level's fence, count and second merge.
- * Measured against one level throughout: as fast or faster at every step tried (the README's
- * version 4 section).
+ * Measured against one level (the README's version 4 section): faster from about 32 chunks (8k
+ * keys and more at batch 1), slower at 16 (4k keys, short chunks that end together, so that the
+ * second level's fence, count and loads are added to the step's end instead of hidden).
  *
  * The counters live in the workspace: they must be 0 before the first launch (zero the workspace
  * once), and the block that brings a counter to its total sets it back to 0, so that every launch
@@ -31,7 +32,7 @@
 #define L10_MC4 (HEAD_DIM / 4) /**< float4 columns of a state's row */
 #define L10_MERGE_BATCH 8      /**< states whose loads a thread has in flight at once, here */
 #define L10_MERGE_MAX 16       /**< the most l10_merge_states() takes at once */
-#define L10_MERGE_ONE 12       /**< up to this many chunks, one level */
+#define L10_MERGE_ONE 16       /**< up to this many chunks, one level */
 #define L10_MERGE_THREADS 128  /**< threads of the kernels' blocks */
 
 /** Chunks per group for a sequence of @p n chunks: all of them up to L10_MERGE_ONE, else

@@ -524,7 +524,7 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     a thread per (unit, row, float4) merges the row's chunks by lse -> O, lse; or, with one
  *     float4 a thread (l10_merge_here()), here: __threadfence(); the group's counter; the last
  *     block of a group of ~sqrt(n) chunks merges them into the group's slot, the last group
- *     merger merges the groups -> O, lse (one group up to 12 chunks)
+ *     merger merges the groups -> O, lse (one group up to 16 chunks)
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(

@@ -183,22 +183,27 @@ static __device__ __forceinline__ void wg_pages(int pages[WG_ROWS_PER_THREAD],
 
 /** The copies of the tile of keys key0 .. key0 + WG_BN - 1 into the K and V buffers at @p sk and @p
  * sv, 128-byte swizzled: WG_BN rows x WG_CHUNKS 16-byte chunks each, thread i taking chunk idx %
- * WG_CHUNKS of row idx / WG_CHUNKS for idx = i, i + 128, ..., its rows' pages in @p pages
- * (wg_pages()); rows at or past @p end zero-filled (their scores are masked). */
-static __device__ __forceinline__ void wg_load_tile(uint32_t sk, uint32_t sv, const attn_bf16 *kg,
-                                                    const attn_bf16 *vg, size_t kv_stride,
+ * WG_CHUNKS of row idx / WG_CHUNKS for idx = i, i + 128, ... (its chunk is i % WG_CHUNKS in every
+ * row: 128 is a multiple of WG_CHUNKS), its rows' pages in @p pages (wg_pages()); rows at or past
+ * @p end zero-filled (their scores are masked). @p kc and @p vc: this thread's chunk of slot 0 of
+ * the KV head, in bytes; @p stride: bytes from one slot to the next. A row's slot (page x
+ * block_size + its place in the page) is 32-bit, and its address one wide multiply-add: the copies
+ * are most of a tile's instructions, and 64-bit shifts and products per row doubled them. */
+static __device__ __forceinline__ void wg_load_tile(uint32_t sk, uint32_t sv, const char *kc,
+                                                    const char *vc, uint32_t stride,
                                                     const int pages[WG_ROWS_PER_THREAD], int shift,
                                                     int key0, int end) {
-  const int mask = (1 << shift) - 1;
+  const uint32_t mask = (1u << shift) - 1u;
+  const int chunk = (int)threadIdx.x % WG_CHUNKS;
 #pragma unroll
   for (int it = 0; it < WG_ROWS_PER_THREAD; ++it) {
-    const int idx = it * WG_THREADS + (int)threadIdx.x;
-    const int row = idx / WG_CHUNKS, chunk = idx % WG_CHUNKS, key = key0 + row;
+    const int row = (it * WG_THREADS + (int)threadIdx.x) / WG_CHUNKS, key = key0 + row;
     const int ok = key < end;
-    const size_t src = ok ? (((size_t)pages[it] << shift) | (size_t)(key & mask)) * kv_stride : 0;
+    const uint32_t slot = ok ? ((uint32_t)pages[it] << shift) | ((uint32_t)key & mask) : 0u;
+    const size_t at = (size_t)slot * stride;
     const uint32_t off = sw128_off(row, chunk, WG_BN);
-    cp_async_16(sk + off, kg + src + chunk * 8, ok ? 16 : 0);
-    cp_async_16(sv + off, vg + src + chunk * 8, ok ? 16 : 0);
+    cp_async_16(sk + off, kc + at, ok ? 16 : 0);
+    cp_async_16(sv + off, vc + at, ok ? 16 : 0);
   }
 }
 
@@ -396,10 +401,13 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
   if (rows <= 0) return; /* the same in the whole block */
   const int j0 = s * chunk, j1 = min(n_b, j0 + chunk), base = n_b - q_b;
 
-  const size_t kv_stride = (size_t)kv_heads * HEAD_DIM;
-  const attn_bf16 *kg = k + (size_t)kvh * HEAD_DIM;
-  const attn_bf16 *vg = v + (size_t)kvh * HEAD_DIM;
+  /* my chunk of slot 0 of this KV head, in bytes, and the bytes from one slot to the next */
+  const uint32_t stride = (uint32_t)kv_heads * HEAD_DIM * (uint32_t)sizeof(attn_bf16);
+  const int my_chunk = (int)threadIdx.x % WG_CHUNKS;
+  const char *kc = (const char *)(k + (size_t)kvh * HEAD_DIM + my_chunk * 8);
+  const char *vc = (const char *)(v + (size_t)kvh * HEAD_DIM + my_chunk * 8);
   const int *table = block_table + (size_t)b * max_blocks;
+  asm("" : "+l"(table)); /* kept in a register: else rebuilt from the parameters for every row */
 
   /* My rows: 16 warp + g and + 8 of the unit. */
   int lim[2];
@@ -417,8 +425,8 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
   for (int st = 0; st < WG_STAGES - 1; ++st) {
     if (st < n_tiles) {
       wg_pages(pages, table, shift, j0 + st * WG_BN, j1);
-      wg_load_tile(sring + st * 2 * WG_TILE_BYTES, sring + (st * 2 + 1) * WG_TILE_BYTES, kg, vg,
-                   kv_stride, pages, shift, j0 + st * WG_BN, j1);
+      wg_load_tile(sring + st * 2 * WG_TILE_BYTES, sring + (st * 2 + 1) * WG_TILE_BYTES, kc, vc,
+                   stride, pages, shift, j0 + st * WG_BN, j1);
     }
     cp_async_commit();
   }
@@ -428,6 +436,7 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
 #pragma unroll
   for (int i = 0; i < WG_NO; ++i) acc[i] = 0.f;
 
+  const uint64_t dq = wgmma_desc(sq, 16, 1024); /* Q's first k-step: the same for every tile */
   int slot = 0;
   for (int t = 0; t < n_tiles; ++t) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(WG_STAGES - 2));
@@ -437,8 +446,8 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
       const int ahead = t + WG_STAGES - 1;
       const int ws = slot == 0 ? WG_STAGES - 1 : slot - 1; /* tile t - 1's slot */
       if (ahead < n_tiles) {
-        wg_load_tile(sring + ws * 2 * WG_TILE_BYTES, sring + (ws * 2 + 1) * WG_TILE_BYTES, kg, vg,
-                     kv_stride, pages, shift, j0 + ahead * WG_BN, j1);
+        wg_load_tile(sring + ws * 2 * WG_TILE_BYTES, sring + (ws * 2 + 1) * WG_TILE_BYTES, kc, vc,
+                     stride, pages, shift, j0 + ahead * WG_BN, j1);
         wg_pages(pages, table, shift, j0 + (ahead + 1) * WG_BN, j1); /* used next tile */
       }
       cp_async_commit(); /* possibly empty: one group per tile */
@@ -449,11 +458,12 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
 #pragma unroll
     for (int i = 0; i < WG_NS; ++i) sc[i] = 0.f;
     wgmma_fence();
+    const uint64_t dk = wgmma_desc(sk, 16, 1024);
 #pragma unroll
     for (int ks = 0; ks < WG_KS; ++ks) {
       const uint32_t col = (ks & 3) * 32; /* bytes along the row, inside the panel */
-      const uint64_t da = wgmma_desc(sq + (ks >> 2) * WG_ROWS * 128 + col, 16, 1024);
-      const uint64_t db = wgmma_desc(sk + (ks >> 2) * WG_BN * 128 + col, 16, 1024);
+      const uint64_t da = wgmma_desc_at(dq, (ks >> 2) * WG_ROWS * 128 + col);
+      const uint64_t db = wgmma_desc_at(dk, (ks >> 2) * WG_BN * 128 + col);
       WG_WGMMA_S(sc, da, db, ks > 0);
     }
     wgmma_commit();
@@ -465,9 +475,10 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
                scale_log2);
 
     wgmma_fence();
+    const uint64_t dv0 = wgmma_desc(sv, WG_BN * 128, 1024);
 #pragma unroll
     for (int kk = 0; kk < WG_PK; ++kk) {
-      const uint64_t dv = wgmma_desc(sv + kk * 16 * 128, WG_BN * 128, 1024);
+      const uint64_t dv = wgmma_desc_at(dv0, kk * 16 * 128);
       WG_WGMMA_PV(acc, pa[kk], dv, 1);
     }
     wgmma_commit();
@@ -613,7 +624,9 @@ extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *
                                  size_t workspace_bytes, cudaStream_t stream) {
   wg_part a, none;
   int here = 0;
-  ATTN_TRY(wg_part_make(st, o, lse, workspace, workspace_bytes, &a, &here));
+  /* a step it refuses is the caller's answer, as version 1's launcher gives it: no report */
+  const cudaError_t e = wg_part_make(st, o, lse, workspace, workspace_bytes, &a, &here);
+  if (e != cudaSuccess) return e;
   memset(&none, 0, sizeof none);
   return wg_launch(st, &a, here, NULL, &none, 0, stream);
 }
@@ -624,7 +637,8 @@ extern "C" cudaError_t WG_PAIR(const l10_step *sa, void *o_a, float *lse_a, void
                                void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
   wg_part a, b;
   int here_a = 0, here_b = 0;
-  ATTN_TRY(wg_part_make(sa, o_a, lse_a, ws_a, ws_a_bytes, &a, &here_a));
-  ATTN_TRY(wg_part_make(sb, o_b, lse_b, ws_b, ws_b_bytes, &b, &here_b));
+  cudaError_t e = wg_part_make(sa, o_a, lse_a, ws_a, ws_a_bytes, &a, &here_a);
+  if (e == cudaSuccess) e = wg_part_make(sb, o_b, lse_b, ws_b, ws_b_bytes, &b, &here_b);
+  if (e != cudaSuccess) return e;
   return wg_launch(sa, &a, here_a, sb, &b, here_b, stream);
 }

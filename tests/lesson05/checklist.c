@@ -128,10 +128,25 @@ START_TEST(descriptor_fields) {
 }
 END_TEST
 
+/* A k-step's descriptor is the operand's first plus the step's bytes / 16 (wgmma_desc_at() in
+ * hopper.cuh): inside the 256 KB the start field spans, the add never carries into the field
+ * above it, at every 16-byte address and offset. */
+START_TEST(descriptor_by_addition) {
+  for (uint32_t a = 0; a < (1u << 18); a += 16 * 37)
+    for (uint32_t b = 0; a + b < (1u << 18); b += 16 * 101) {
+      const uint64_t d = l05_wgmma_desc(a, 16, 1024, 128);
+      ck_assert_uint_eq(d + (b >> 4), l05_wgmma_desc(a + b, 16, 1024, 128));
+      ck_assert_uint_eq(l05_wgmma_desc(a, 8192, 1024, 128) + (b >> 4),
+                        l05_wgmma_desc(a + b, 8192, 1024, 128));
+    }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson05_checklist");
   TCase *tc = tcase_create("checklist");
   tcase_add_test(tc, stage_cycles_through_the_ring);
+  tcase_add_test(tc, descriptor_by_addition);
   tcase_add_test(tc, full_parity_waits_for_this_use_only);
   tcase_add_test(tc, empty_parity_first_pass_free_then_waits);
   tcase_add_test(tc, swizzle_is_a_conflict_free_permutation);

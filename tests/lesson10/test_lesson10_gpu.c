@@ -76,13 +76,13 @@ static const struct {
       {3000, 100, 100, 100, 100, 100, 100, 100}, {8, 8, 8, 8, 8, 8, 8, 8}}},
     // clang-format on
     /* one token, one long sequence: few rows, so the chunks are merged inside the kernel, in two
-     * levels (more than 12 chunks) */
+     * levels (more than L10_MERGE_ONE chunks at both sizes: about 32 and 19 of 256-320 keys) */
     {{32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {32768}, {1}},
-     {32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {4000}, {1}}},
+     {32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {6000}, {1}}},
     /* dim 64, one and two tokens, lengths that differ: the merge inside the kernel, one and two
      * levels */
     {{32, 8, 64, 16, L10_MASK_NONE, 3, 0, 0, {20000, 700, 5}, {2, 1, 2}},
-     {32, 8, 64, 16, L10_MASK_NONE, 3, 0, 0, {4000, 700, 5}, {2, 1, 2}}},
+     {32, 8, 64, 16, L10_MASK_NONE, 3, 0, 0, {6000, 700, 5}, {2, 1, 2}}},
 };
 #define N_CASES ((int)(sizeof kCases / sizeof kCases[0]))
 /** The case of one token over one long sequence (the merge inside the kernel). */
