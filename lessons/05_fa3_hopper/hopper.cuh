@@ -46,7 +46,8 @@ static __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lb
 /** The descriptor @p desc of an operand, @p bytes (a multiple of 16) further on in shared memory:
  * only the start address field moves, and inside shared memory it cannot carry into the field
  * above it, so one 64-bit add replaces building the descriptor from its fields at every k-step
- * (about a dozen instructions each in the SASS, on the issue slots the softmax needs). */
+ * (about a dozen instructions each in the SASS). Lesson 10's version 4 uses it; in this lesson's
+ * kernels it was measured level (docs/results/h200-l10u-2026-11-27/descriptors-ab.log). */
 static __device__ __forceinline__ uint64_t wgmma_desc_at(uint64_t desc, uint32_t bytes) {
   return desc + (bytes >> 4);
 }

@@ -130,7 +130,7 @@ END_TEST
 
 /* A k-step's descriptor is the operand's first plus the step's bytes / 16 (wgmma_desc_at() in
  * hopper.cuh): inside the 256 KB the start field spans, the add never carries into the field
- * above it, at every 16-byte address and offset. */
+ * above it, at 16-byte addresses and offsets sampled across that range. */
 START_TEST(descriptor_by_addition) {
   for (uint32_t a = 0; a < (1u << 18); a += 16 * 37)
     for (uint32_t b = 0; a + b < (1u << 18); b += 16 * 101) {
