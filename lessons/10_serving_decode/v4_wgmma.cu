@@ -187,8 +187,9 @@ static __device__ __forceinline__ void wg_pages(int pages[WG_ROWS_PER_THREAD],
  * row: 128 is a multiple of WG_CHUNKS), its rows' pages in @p pages (wg_pages()); rows at or past
  * @p end zero-filled (their scores are masked). @p kc and @p vc: this thread's chunk of slot 0 of
  * the KV head, in bytes; @p stride: bytes from one slot to the next. A row's slot (page x
- * block_size + its place in the page) is 32-bit, and its address one wide multiply-add: the copies
- * are most of a tile's instructions, and 64-bit shifts and products per row doubled them. */
+ * block_size + its place in the page) is 32-bit (a pool of 2^32 slots would be 512 GB at the
+ * smallest slot, one KV head of dim 64), and its address one wide multiply-add: the copies are
+ * most of a tile's instructions, and 64-bit shifts and products per row doubled them. */
 static __device__ __forceinline__ void wg_load_tile(uint32_t sk, uint32_t sv, const char *kc,
                                                     const char *vc, uint32_t stride,
                                                     const int pages[WG_ROWS_PER_THREAD], int shift,

@@ -76,7 +76,7 @@ static const struct {
       {3000, 100, 100, 100, 100, 100, 100, 100}, {8, 8, 8, 8, 8, 8, 8, 8}}},
     // clang-format on
     /* one token, one long sequence: few rows, so the chunks are merged inside the kernel, in two
-     * levels (more than L10_MERGE_ONE chunks at both sizes: about 32 and 19 of 256-320 keys) */
+     * levels (more than L10_MERGE_ONE chunks at both sizes: about 32 of 1024 keys, 19 of 320) */
     {{32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {32768}, {1}},
      {32, 8, 128, 16, L10_MASK_CAUSAL, 1, 0, 0, {6000}, {1}}},
     /* dim 64, one and two tokens, lengths that differ: the merge inside the kernel, one and two
