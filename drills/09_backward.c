@@ -1,7 +1,8 @@
 /* Drill for lesson 09: the softmax backward of one row, the D term, the Q tiles a K/V tile visits
- * in the KV-outer backward loop, and the shared-memory passes of a warp's access.
+ * in the KV-outer backward loop, the shared-memory passes of a warp's access, and the bytes one
+ * step of the loop moves through shared memory.
  *
- * Fill in the five functions below (the contracts are in lessons/09_backward/bwd_plan.h), then run
+ * Fill in the six functions below (the contracts are in lessons/09_backward/bwd_plan.h), then run
  * `make drill-9`: it builds the checklist tests of lesson 09 (tests/lesson09/checklist.c) against
  * this file, and says which answers are wrong. Out of the box every test fails. The lesson's own
  * answers are in lessons/09_backward/bwd_plan.c; try without looking.
@@ -23,6 +24,10 @@
  * two words), count each word once, and find the bank (word mod 32) with the most of them. The
  * tests then apply your function to version 7's dQ staging (lessons/09_backward/dq_staging.h), in
  * the order before and after its stores were reordered.
+ *  - Bytes a step: write down the five products with their shapes, then for each operand say where
+ *    it comes from (shared memory or registers) and how many bytes it is. Add what is stored into
+ *    shared memory and read back (dS, the fp32 dQ block) and what lands there from global memory
+ *    (Q and dO). Check the total against the tensor cores' time for the same step.
  */
 #include "bwd_plan.h"
 
@@ -48,5 +53,10 @@ int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int
 
 int l09_shared_passes(const unsigned offsets[32], int bytes) {
   (void)offsets, (void)bytes;
+  return 0;
+}
+
+long l09_step_shared_bytes(int br, int bc, int dim, int dq_row_parts, int dq_col_parts) {
+  (void)br, (void)bc, (void)dim, (void)dq_row_parts, (void)dq_col_parts;
   return 0;
 }

@@ -66,3 +66,17 @@ int l09_shared_passes(const unsigned offsets[32], int bytes) {
   }
   return total;
 }
+
+long l09_step_shared_bytes(int br, int bc, int dim, int dq_row_parts, int dq_col_parts) {
+  if (bc <= 0 || bc % 64 != 0 || br <= 0 || dim <= 0 || dq_row_parts <= 0 || dq_col_parts <= 0 ||
+      br % dq_row_parts != 0 || dim % dq_col_parts != 0)
+    return 0;
+  const long warpgroups = bc / 64, q = br, k = bc, d = dim;
+  const long s_dp = 2 * warpgroups * (64 + q) * d * 2;                 /* S^T and dP^T: A and B */
+  const long dv_dk = 2 * warpgroups * q * d * 2;                       /* dV and dK: B only */
+  const long ds = q * k * 2;                                           /* dS stored for dQ */
+  const long dq = dq_col_parts * q * k * 2 + dq_row_parts * k * d * 2; /* dQ's A and B */
+  const long staging = 2 * q * d * 4; /* the fp32 dQ block, written and read back */
+  const long landing = 2 * q * d * 2; /* Q and dO from global memory */
+  return s_dp + dv_dk + ds + dq + staging + landing;
+}

@@ -54,6 +54,26 @@ int l09_first_unmasked_q_tile(int j0, int bc, int br, int seq_q, int seq_kv, int
  */
 int l09_shared_passes(const unsigned offsets[32], int bytes);
 
+/**
+ * The bytes one step of the KV-outer walk on warpgroups moves through shared memory, by its
+ * operands' arithmetic: a block of @p bc keys (one warpgroup per 64) against a Q tile of @p br
+ * queries at head dimension @p dim, bf16 operands, the dQ block added in fp32 through a staging
+ * tile. Counted, each once:
+ *   - S^T and dP^T, each warpgroup's two products with both operands in shared memory: its 64
+ *     keys of K or V (A) and the Q or dO tile (B), (64 + br) dim 2 bytes a product;
+ *   - dV and dK, A from registers: the dO or Q tile (B), br dim 2 bytes a product and warpgroup;
+ *   - the dS tile stored for dQ: br bc 2;
+ *   - dQ = dS K made as @p dq_row_parts x @p dq_col_parts products, each reading its rows of dS
+ *     and its columns of K: dq_col_parts br bc 2 + dq_row_parts bc dim 2;
+ *   - the fp32 dQ block written to the staging tile and read back by the reduction: 2 br dim 4;
+ *   - Q and dO landing from global memory: 2 br dim 2.
+ * Version 7 at dim 128 (br 64, bc 128, dQ in two column halves) moves 376,832 bytes a step; one
+ * m64n128 dQ product, as cuDNN's kernel makes it, 360,448. Returns 0 unless @p bc is a positive
+ * multiple of 64, @p br, @p dim and both part counts are positive, and the parts divide @p br
+ * and @p dim.
+ */
+long l09_step_shared_bytes(int br, int bc, int dim, int dq_row_parts, int dq_col_parts);
+
 #ifdef __cplusplus
 }
 #endif

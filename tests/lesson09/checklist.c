@@ -1,6 +1,7 @@
 /* Lesson 09's checklist (bwd_plan.h): the softmax backward of one row against its Jacobian and
- * against finite differences, why D = rowsum(dO o O) equals rowsum(P o dP), and the Q tiles a K/V
- * tile visits under the bottom-right causal mask, against a brute-force scan of rows and keys.
+ * against finite differences, why D = rowsum(dO o O) equals rowsum(P o dP), the Q tiles a K/V
+ * tile visits under the bottom-right causal mask, against a brute-force scan of rows and keys,
+ * shared-memory passes, and the bytes one step moves through shared memory against a listing.
  * Built against the lesson's bwd_plan.c (checklist-9, must pass) and against drills/09_backward.c
  * (drill-9, fails until the reader fills it in). Expected values are computed here, in double,
  * from the definitions. */
@@ -379,6 +380,84 @@ START_TEST(dq_staging_reordered_takes_one_pass_a_half_warp) {
 }
 END_TEST
 
+/* ---- The bytes a step moves through shared memory ---- */
+
+/* One operand of one product: rows x cols elements of `bytes` each, and whether it is read from
+ * shared memory (A from registers is not). */
+typedef struct operand {
+  long rows, cols, bytes;
+  int shared;
+} operand;
+
+/* The step listed operand by operand, product by product and warpgroup by warpgroup, independently
+ * of the formula in the contract: the bytes of every operand read from or written to shared
+ * memory. */
+static long step_bytes_by_listing(int br, int bc, int dim, int rp, int cp) {
+  operand list[64];
+  int n = 0;
+  for (int w = 0; w < bc / 64; ++w) {
+    list[n++] = (operand){64, dim, 2, 1}; /* S^T: K_w */
+    list[n++] = (operand){br, dim, 2, 1}; /* S^T: Q */
+    list[n++] = (operand){64, dim, 2, 1}; /* dP^T: V_w */
+    list[n++] = (operand){br, dim, 2, 1}; /* dP^T: dO */
+    list[n++] = (operand){64, br, 2, 0};  /* dV: P^T from registers */
+    list[n++] = (operand){br, dim, 2, 1}; /* dV: dO */
+    list[n++] = (operand){64, br, 2, 0};  /* dK: dS^T from registers */
+    list[n++] = (operand){br, dim, 2, 1}; /* dK: Q */
+  }
+  list[n++] = (operand){br, bc, 2, 1}; /* dS stored for dQ */
+  for (int r = 0; r < rp; ++r)
+    for (int c = 0; c < cp; ++c) {
+      list[n++] = (operand){br / rp, bc, 2, 1};  /* dQ: its rows of dS */
+      list[n++] = (operand){bc, dim / cp, 2, 1}; /* dQ: its columns of K */
+    }
+  list[n++] = (operand){br, dim, 4, 1}; /* dQ block into the staging tile */
+  list[n++] = (operand){br, dim, 4, 1}; /* read back by the reduction */
+  list[n++] = (operand){br, dim, 2, 1}; /* Q lands */
+  list[n++] = (operand){br, dim, 2, 1}; /* dO lands */
+  long total = 0;
+  for (int i = 0; i < n; ++i)
+    if (list[i].shared) total += list[i].rows * list[i].cols * list[i].bytes;
+  return total;
+}
+
+/* Version 7 at dim 128 (64 queries, 128 keys, dQ in two column halves): 128 KB for S^T and dP^T,
+ * 64 KB for dV and dK, 16 KB of dS, 64 KB for dQ, 64 KB of staging, 32 KB landing: 368 KB. One
+ * m64n128 dQ product reads 16 KB less. Version 7 at dim 64 (128 queries, dQ in two row halves). */
+START_TEST(step_shared_bytes_by_hand) {
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 128, 1, 2), 376832);
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 128, 1, 1), 360448);
+  ck_assert_int_eq(l09_step_shared_bytes(128, 128, 64, 2, 1), 360448);
+}
+END_TEST
+
+START_TEST(step_shared_bytes_matches_a_listing) {
+  const int brs[] = {16, 64, 80, 128}, bcs[] = {64, 128, 192}, dims[] = {64, 128, 256};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 3; ++k)
+        for (int rp = 1; rp <= 2; ++rp)
+          for (int cp = 1; cp <= 4; cp *= 2) {
+            const long want = step_bytes_by_listing(brs[i], bcs[j], dims[k], rp, cp);
+            const long got = l09_step_shared_bytes(brs[i], bcs[j], dims[k], rp, cp);
+            ck_assert_msg(got == want, "br %d, bc %d, dim %d, dQ %d x %d: %ld bytes, want %ld",
+                          brs[i], bcs[j], dims[k], rp, cp, got, want);
+          }
+}
+END_TEST
+
+START_TEST(step_shared_bytes_refuses_what_it_cannot_count) {
+  ck_assert_int_eq(l09_step_shared_bytes(64, 96, 128, 1, 1), 0); /* keys not whole warpgroups */
+  ck_assert_int_eq(l09_step_shared_bytes(64, 0, 128, 1, 1), 0);
+  ck_assert_int_eq(l09_step_shared_bytes(0, 128, 128, 1, 1), 0);
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 0, 1, 1), 0);
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 128, 3, 1), 0); /* 3 does not divide 64 rows */
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 96, 1, 64), 0); /* nor 64 the 96 columns */
+  ck_assert_int_eq(l09_step_shared_bytes(64, 128, 128, 0, 1), 0);
+  ck_assert_int_gt(l09_step_shared_bytes(64, 64, 64, 1, 1), 0); /* and counts what it can */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("checklist-9");
   TCase *g = tcase_create("softmax backward");
@@ -400,6 +479,11 @@ int main(void) {
   tcase_add_test(b, dq_staging_in_block_order_takes_two_passes_a_half_warp);
   tcase_add_test(b, dq_staging_reordered_takes_one_pass_a_half_warp);
   suite_add_tcase(s, b);
+  TCase *y = tcase_create("bytes a step");
+  tcase_add_test(y, step_shared_bytes_by_hand);
+  tcase_add_test(y, step_shared_bytes_matches_a_listing);
+  tcase_add_test(y, step_shared_bytes_refuses_what_it_cannot_count);
+  suite_add_tcase(s, y);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   const int failed = srunner_ntests_failed(sr);
