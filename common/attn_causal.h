@@ -75,4 +75,44 @@ static ATTN_HD int attn_first_unmasked_q_tile(int j0, int bc, int br, int seq_q,
   return t < n ? (int)t : n;
 }
 
+/** A persistent grid's work items under the causal mask: longest first inside groups of heads.
+ *  An item is one Q tile of one (sequence, head) pair, and under the mask a Q tile's work grows
+ *  with its index. Handed out pair after pair, each pair's heaviest tile first (the order of a
+ *  grid of one block per item), the last pair's heaviest tiles start when little work is left and
+ *  the blocks that take them finish last, the others idle. Instead the n_bh pairs are cut into
+ *  groups of whole pairs, each about @p waves waves of @p grid blocks' worth of items, cut as
+ *  evenly as the pairs allow (sizes differ by at most one, so the last group is not a short one),
+ *  and a group hands out its pairs' last Q tiles first, one per pair, then the tiles before them:
+ *  longest first inside a group, whose pairs' K and V are read from L2 while it runs.
+ *  Sets @p grp, the smaller group size, and @p grp_big, the number of groups of grp + 1 pairs
+ *  (placed first). */
+static ATTN_HD void attn_causal_groups(int n_bh, int n_q_tiles, int grid, int waves, int *grp,
+                                       int *grp_big) {
+  long long want = ((long long)waves * grid + n_q_tiles - 1) / (n_q_tiles > 0 ? n_q_tiles : 1);
+  if (want > n_bh) want = n_bh;
+  if (want < 1) want = 1;
+  const int n_groups = n_bh / (int)want > 0 ? n_bh / (int)want : 1;
+  *grp = n_bh / n_groups > 0 ? n_bh / n_groups : 1;
+  *grp_big = n_bh > n_groups * *grp ? n_bh - n_groups * *grp : 0;
+}
+
+/** Item @p item's Q tile and (sequence, head) pair in the order of attn_causal_groups(): the
+ *  group that holds it, its place j in the group, Q tile n_q_tiles - 1 - j / (group size), pair
+ *  j mod (group size) of the group. */
+static ATTN_HD void attn_causal_item(int item, int n_q_tiles, int grp, int grp_big, int *q_tile,
+                                     int *bh) {
+  const int big = grp_big * (grp + 1) * n_q_tiles; /* the items of the larger groups */
+  int g0, gs;                                      /* the group's first pair, its size */
+  if (item < big) {
+    gs = grp + 1;
+    g0 = item / (gs * n_q_tiles) * gs;
+  } else {
+    gs = grp;
+    g0 = grp_big * (grp + 1) + (item - big) / (gs * n_q_tiles) * gs;
+  }
+  const int j = item - g0 * n_q_tiles;
+  *q_tile = n_q_tiles - 1 - j / gs;
+  *bh = g0 + j % gs;
+}
+
 #endif /* ATTN_CAUSAL_H */

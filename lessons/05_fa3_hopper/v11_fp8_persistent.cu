@@ -164,13 +164,19 @@ static __device__ __forceinline__ int exponent_of(float x) {
 static __device__ int g_next_item; /**< items handed out after the first wave */
 static __device__ int g_done;      /**< blocks that have stopped taking items */
 
-/** Item @p item's Q tile, head, KV head, sequence and (sequence, head) index, as version 10 derives
- * them from blockIdx.x. */
-static __device__ __forceinline__ void item_coords(int item, int n_q_tiles, int heads, int kv_heads,
-                                                   int causal, int *q_tile, int *h, int *kvh,
-                                                   int *b, int *bh) {
-  *q_tile = causal ? n_q_tiles - 1 - item % n_q_tiles : item % n_q_tiles;
-  *bh = item / n_q_tiles;
+/** Item @p item's Q tile, head, KV head, sequence and (sequence, head) index. Without the mask in
+ * version 10's block order (a head's Q tiles in order, head after head); under it longest first
+ * inside groups of @p grp or grp + 1 heads (attn_causal_item()), where version 10 went head after
+ * head. */
+static __device__ __forceinline__ void item_coords(int item, int n_q_tiles, int grp, int grp_big,
+                                                   int heads, int kv_heads, int causal, int *q_tile,
+                                                   int *h, int *kvh, int *b, int *bh) {
+  if (causal) {
+    attn_causal_item(item, n_q_tiles, grp, grp_big, q_tile, bh);
+  } else {
+    *q_tile = item % n_q_tiles;
+    *bh = item / n_q_tiles;
+  }
   *h = *bh % heads, *b = *bh / heads;
   *kvh = *h / (heads / kv_heads);
 }
@@ -183,8 +189,8 @@ static __device__ __forceinline__ void producer_items(
     const CUtensorMap *tm_q, const CUtensorMap *tm_k, const CUtensorMap *tm_v, uint32_t sQ_a,
     uint32_t sK_a, uint32_t sV_a, uint32_t bar_q, uint32_t full_k, uint32_t full_v,
     uint32_t empty_k, uint32_t empty_v, uint32_t q_empty, uint32_t slot, uint32_t slot_full,
-    uint32_t slot_empty, int n_items, int n_q_tiles, int heads, int kv_heads, int seq_q, int seq_kv,
-    int causal) {
+    uint32_t slot_empty, int n_items, int n_q_tiles, int grp, int grp_big, int heads, int kv_heads,
+    int seq_q, int seq_kv, int causal) {
   const int leader = threadIdx.x == 0;
   int t = 0;
   for (int k = 0;; ++k) {
@@ -203,7 +209,7 @@ static __device__ __forceinline__ void producer_items(
     }
     if (item < 0) break;
     int q_tile, h, kvh, b, bh;
-    item_coords(item, n_q_tiles, heads, kv_heads, causal, &q_tile, &h, &kvh, &b, &bh);
+    item_coords(item, n_q_tiles, grp, grp_big, heads, kv_heads, causal, &q_tile, &h, &kvh, &b, &bh);
     const int q0 = q_tile * FA_BR;
     const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
     if (k >= 2) mbar_wait(q_empty + 8 * s, ((k >> 1) - 1) & 1);
@@ -301,7 +307,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               const __grid_constant__ CUtensorMap tm_o,  // O bf16, boxes of 64 x 64 rows
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
-              int n_q_tiles, int n_kv_tiles, int n_items,
+              int n_q_tiles, int n_kv_tiles, int n_items, int grp, int grp_big,
               const float *__restrict__ dq,      // Q's descale per (batch, head, Q tile)
               const float2 *__restrict__ dkv) {  // {K's, V's} per (batch, kv head, 128 keys)
   extern __shared__ unsigned char smem[];
@@ -337,8 +343,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     setmaxnreg_dec_24();
     if (threadIdx.x < 32)
       producer_items(&tm_q, &tm_k, &tm_v, sQ_a, sK_a, sV_a, bar_q, full_k, full_v, empty_k, empty_v,
-                     q_empty, slot, slot_full, slot_empty, n_items, n_q_tiles, heads, kv_heads,
-                     seq_q, seq_kv, causal);
+                     q_empty, slot, slot_full, slot_empty, n_items, n_q_tiles, grp, grp_big, heads,
+                     kv_heads, seq_q, seq_kv, causal);
   } else {
     setmaxnreg_inc_240();
     const int wg = (threadIdx.x >> 7) - 1;
@@ -357,7 +363,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       if (item < 0) break;
       if (lane == 0) mbar_arrive(slot_empty + 8 * qb);
       int q_tile, h, kvh, b, bh;
-      item_coords(item, n_q_tiles, heads, kv_heads, causal, &q_tile, &h, &kvh, &b, &bh);
+      item_coords(item, n_q_tiles, grp, grp_big, heads, kv_heads, causal, &q_tile, &h, &kvh, &b,
+                  &bh);
       const int q0 = q_tile * FA_BR;
       const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
       const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
@@ -524,9 +531,12 @@ extern "C" cudaError_t l05_fp8p_attention(const void *workspace, size_t workspac
   ATTN_TRY(cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)smem_bytes));
   const int grid = blocks < sms ? (int)blocks : sms; /* one block per SM at most */
+  int grp = 1, grp_big = 0; /* under the mask: the groups of heads, longest first in each */
+  attn_causal_groups(batch * heads, n_q_tiles, grid, L05_CAUSAL_WAVES, &grp, &grp_big);
   FA_KERNEL<<<(unsigned)grid, FA_THREADS, smem_bytes, stream>>>(
       tm_q, tm_k, tm_v, tm_o, lse, heads, kv_heads, seq_q, seq_kv, causal, scale * FA_LOG2E,
-      n_q_tiles, l.kv_tiles, (int)blocks, (const float *)(ws + l.dq), (const float2 *)(ws + l.dkv));
+      n_q_tiles, l.kv_tiles, (int)blocks, grp, grp_big, (const float *)(ws + l.dq),
+      (const float2 *)(ws + l.dkv));
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

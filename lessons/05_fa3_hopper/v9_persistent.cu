@@ -198,12 +198,19 @@ static __device__ int g_next_item; /**< items handed out after the first wave */
 static __device__ int g_done;      /**< blocks that have stopped taking items */
 
 /** Item @p item's first query row @p q0 (negative for the partial tile under the mask), head,
- * KV head, sequence and (sequence, head) index, as version 8 derives them from blockIdx.x. */
-static __device__ __forceinline__ void item_coords(int item, int n_q_tiles, int heads, int kv_heads,
-                                                   int seq_q, int causal, int *q0, int *h, int *kvh,
-                                                   int *b, int *bh) {
-  const int q_tile = causal ? n_q_tiles - 1 - item % n_q_tiles : item % n_q_tiles;
-  *bh = item / n_q_tiles;
+ * KV head, sequence and (sequence, head) index: without the mask in version 8's block order (a
+ * head's Q tiles in order, head after head), under it longest first inside groups of @p grp or
+ * grp + 1 heads (attn_causal_item()), where version 8 went head after head. */
+static __device__ __forceinline__ void item_coords(int item, int n_q_tiles, int grp, int grp_big,
+                                                   int heads, int kv_heads, int seq_q, int causal,
+                                                   int *q0, int *h, int *kvh, int *b, int *bh) {
+  int q_tile;
+  if (causal) {
+    attn_causal_item(item, n_q_tiles, grp, grp_big, &q_tile, bh);
+  } else {
+    q_tile = item % n_q_tiles;
+    *bh = item / n_q_tiles;
+  }
   *h = *bh % heads, *b = *bh / heads;
   *kvh = *h / (heads / kv_heads);
   *q0 = q_tile * FA_BR - (causal ? n_q_tiles * FA_BR - seq_q : 0);
@@ -220,8 +227,8 @@ static __device__ __forceinline__ void producer_items(
     const CUtensorMap *tm_q, const CUtensorMap *tm_k, const CUtensorMap *tm_v, uint32_t sQ_a,
     uint32_t sK_a, uint32_t sV_a, uint32_t bar_q, uint32_t full_k, uint32_t full_v,
     uint32_t empty_k, uint32_t empty_v, uint32_t q_empty, uint32_t slot, uint32_t slot_full,
-    uint32_t slot_empty, int n_items, int n_q_tiles, int heads, int kv_heads, int seq_q, int seq_kv,
-    int causal) {
+    uint32_t slot_empty, int n_items, int n_q_tiles, int grp, int grp_big, int heads, int kv_heads,
+    int seq_q, int seq_kv, int causal) {
   const int leader = threadIdx.x == 0;
   int t = 0; /* KV tiles loaded so far, over all items */
   int k = 0; /* the block's items so far */
@@ -241,7 +248,8 @@ static __device__ __forceinline__ void producer_items(
     }
     if (item < 0) break;
     int q0, h, kvh, b, bh;
-    item_coords(item, n_q_tiles, heads, kv_heads, seq_q, causal, &q0, &h, &kvh, &b, &bh);
+    item_coords(item, n_q_tiles, grp, grp_big, heads, kv_heads, seq_q, causal, &q0, &h, &kvh, &b,
+                &bh);
     const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
     if (k >= 2) mbar_wait(q_empty + 8 * s, ((k >> 1) - 1) & 1); /* item k - 2 is done with Q */
     if (leader) tma_tile(sQ_a + s * FA_Q_BYTES, tm_q, bar_q + 8 * s, FA_BR, h, q0, b);
@@ -324,7 +332,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               attn_bf16 *__restrict__ o,                 // [batch, seq_q, heads, HEAD_DIM]
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
-              int n_q_tiles, int n_items) {
+              int n_q_tiles, int n_items, int grp, int grp_big) {
   extern __shared__ unsigned char smem[];
   /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
    * tiles start on a 1024-byte boundary. */
@@ -362,8 +370,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     setmaxnreg_dec_24();
     if (threadIdx.x < 32)
       producer_items(&tm_q, &tm_k, &tm_v, sQ_a, sK_a, sV_a, bar_q, full_k, full_v, empty_k, empty_v,
-                     q_empty, slot, slot_full, slot_empty, n_items, n_q_tiles, heads, kv_heads,
-                     seq_q, seq_kv, causal);
+                     q_empty, slot, slot_full, slot_empty, n_items, n_q_tiles, grp, grp_big, heads,
+                     kv_heads, seq_q, seq_kv, causal);
   } else {
     /* A consumer warpgroup. */
     setmaxnreg_inc_160();
@@ -392,7 +400,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       if (item < 0) break;
       if (lane == 0) mbar_arrive(slot_empty + 8 * qb); /* read: the slot is the producer's again */
       int q0, h, kvh, b, bh;
-      item_coords(item, n_q_tiles, heads, kv_heads, seq_q, causal, &q0, &h, &kvh, &b, &bh);
+      item_coords(item, n_q_tiles, grp, grp_big, heads, kv_heads, seq_q, causal, &q0, &h, &kvh, &b,
+                  &bh);
       const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
       const int n_unmasked = attn_kv_tiles_unmasked(q0, seq_q, seq_kv, FA_BC, causal);
       const uint32_t q_base = sQ_a + qb * FA_Q_BYTES + wg * L05_WG_ROWS * 128; /* my rows of Q */
@@ -497,9 +506,11 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
       cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
   /* One block per SM at most: 512 threads of 128 registers take the whole register file. */
   const int grid = items < sms ? (int)items : sms;
+  int grp = 1, grp_big = 0; /* under the mask: the groups of heads, longest first in each */
+  attn_causal_groups(batch * heads, n_q_tiles, grid, L05_CAUSAL_WAVES, &grp, &grp_big);
   FA_KERNEL<<<(unsigned)grid, FA_THREADS, FA_SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
-      scale * FA_LOG2E, n_q_tiles, (int)items);
+      scale * FA_LOG2E, n_q_tiles, (int)items, grp, grp_big);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
