@@ -5,7 +5,8 @@
  * and first K and V tiles while the current item's last tiles are still being computed.
  *
  * What changed: the grid is min(items, SMs) blocks. The producer takes items from a counter
- * (blockIdx.x first, then gridDim.x + atomicAdd) in version 10's block order and hands each number
+ * (blockIdx.x first, then gridDim.x + atomicAdd) in version 10's block order (under the mask,
+ * longest first inside groups of heads: see below) and hands each number
  * to the consumers through two slots with full and empty mbarriers, as version 9 does; Q has two
  * buffers, and the KV ring and the consumers' turns at the exponentials run on from one item to
  * the next. The descale table version 10 fills once per block would change under the consumers
@@ -40,6 +41,16 @@
  * shapes, the three sanitizers clean. In the bench of docs/results/h200-l05f-2026-11-27 (the
  * README's tables): the kernel alone 1.32-1.40x version 5 at seq 4k-16k without the mask and
  * 1.28-1.36x with it, 0.96-1.01x and 0.90-1.09x cuDNN's FP8.
+ *
+ * Under the mask the items go out longest first inside groups of heads (attn_causal_groups(), about
+ * two waves of items a group), where they went head after head, each head's heaviest Q tile first:
+ * then the last head's heaviest tiles started when little work was left and the blocks that took
+ * them finished last. A model of the counter's greedy hand-out (causal-order-sim.py) predicted
+ * 4-5% at seq 2k-8k, 6-8% at 3000 and 6000, nothing at 16k. Measured: NVIDIA H200, 2026-11-28
+ * (docs/results/h200-l05i-2026-11-28, causal-order-ab.log), the kernel alone over the order before
+ * in the same process, three rounds taking turns: 1.032x, 1.050x, 1.045x and 1.001x at seq 2k, 4k,
+ * 8k and 16k, 1.064x, 1.072x and 1.051x at 3000, 6000 and 12000, 1.018x with GQA (32/4 heads, 8k),
+ * level without the mask; the output bit for bit the same on fourteen awkward shapes.
  *
  * Run: `./run 11` (dim 128, 16 heads, batch 4, seq 4096; the time includes version 7's conversion).
  */
@@ -152,10 +163,10 @@ static __device__ __forceinline__ int exponent_of(float x) {
   return ((__float_as_int(x) >> 23) & 0xff) - 127;
 }
 
-/* The scheduler, version 9's: item i is Q tile i % Tr of (head, sequence) i / Tr, a head's tiles
- * from the last down under the mask (version 10's block order). A block's first item is its own
- * index; after that it takes gridDim.x + atomicAdd(&g_next_item, 1) until the number passes the
- * last item. */
+/* The scheduler, version 9's: item i is Q tile i % Tr of (head, sequence) i / Tr without the mask
+ * (version 10's block order), and under it the i-th item of attn_causal_item()'s order, longest
+ * first inside groups of heads. A block's first item is its own index; after that it takes
+ * gridDim.x + atomicAdd(&g_next_item, 1) until the number passes the last item. */
 
 /** The scheduler's two counters, one per device (this file's own, apart from version 9's): items
  * handed out after the first wave, and blocks that have stopped taking items. The block whose

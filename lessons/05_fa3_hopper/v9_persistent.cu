@@ -7,9 +7,9 @@
  * What changed: the grid is min(items, SMs) blocks, not one block per item. A block starts with
  * the item of its own index and asks an atomic counter for the next one when it is done loading
  * the current one, so that a block that drew light items (causal tiles near the diagonal) takes
- * more of them; the items are numbered as version 8 numbers its blocks (a head's Q tiles heaviest
- * first under the mask), so the order of the work is the one the hardware scheduler gave version
- * 8. The producer warp hands each item number to the consumers through two slots in shared memory,
+ * more of them; the items were numbered as version 8 numbers its blocks (a head's Q tiles heaviest
+ * first under the mask), so the order of the work was the one the hardware scheduler gave version
+ * 8 (under the mask it is now longest first inside groups of heads: see the end of this comment). The producer warp hands each item number to the consumers through two slots in shared memory,
  * each with a full and an empty mbarrier like a stage of the KV ring; Q has two buffers, each with a barrier that says the consumers are
  * done with it; the KV ring and the consumers' ring of turns run on from one item to the next.
  *
@@ -28,6 +28,14 @@
  * 1.10x at 2k, 1.02-1.06x at 4k-8k, 0.98x and 0.97x at 16k; 1.04x at the default dim-64 shape
  * (1.08x with the mask); in two A/B runs beside cuDNN, 1.08-1.16x at 1k and 1.01-1.05x at 4k-16k.
  * Inside the prediction at 1k-2k; level with version 8 at 16k.
+ *
+ * Under the mask the items now go out longest first inside groups of heads (attn_causal_groups(),
+ * as version 11; the README's "The items under the mask"), not head after head. Measured: NVIDIA
+ * H200, 2026-11-28 (docs/results/h200-l05i-2026-11-28, causal-order-ab.log), over the order before
+ * in the same process, three rounds taking turns: 1.00-1.02x at seq 1k-16k, 1.036x and 1.039x at
+ * 3000 and 6000, 1.028x with GQA (32/8 heads, 8k), level without the mask, the output bit for bit
+ * the same. Below what the same model of the tail predicts with this version's tiles
+ * (causal-order-sim.py: 2.5-4% at 1k-16k, 6% at 3000 and 6000); why was not measured apart.
  *
  * Run: `./run 9 --dim 64 --heads 32`.
  */
@@ -184,10 +192,10 @@ static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float 
   }
 }
 
-/* The scheduler. Items are numbered as version 8 numbers its blocks: item i is Q tile i % Tr of
- * (head, sequence) i / Tr, the tiles of a head from the last down under the mask. A block's first
- * item is its own index; after that it takes gridDim.x + atomicAdd(&g_next_item, 1), until the
- * number passes the last item. */
+/* The scheduler. Without the mask items are numbered as version 8 numbers its blocks: item i is Q
+ * tile i % Tr of (head, sequence) i / Tr; under it, in attn_causal_item()'s order, longest first
+ * inside groups of heads. A block's first item is its own index; after that it takes
+ * gridDim.x + atomicAdd(&g_next_item, 1), until the number passes the last item. */
 
 /** The scheduler's two counters, one per device: items handed out after the first wave, and
  * blocks that have stopped taking items. The block whose producer stops last sets both back to
