@@ -1,12 +1,13 @@
 /* Drill for lesson 05: the bookkeeping of a Hopper kernel, which fails silently when it is wrong (a
  * hang, or wrong numbers with no error).
  *
- * Fill in the five functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
+ * Fill in the six functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
  * then run `make drill-5`: the checklist tests say which answers are wrong. The lesson's own
  * answers are in lessons/05_fa3_hopper/hopper_layout.c; try without looking. Hints: a stage is used
  * once every `stages` tiles, and each use completes one phase of its barrier; a fresh barrier sits
  * in phase 0, and the phase "before" it counts as complete. The swizzle moves whole 16-byte chunks,
- * never the bytes inside one. The descriptor drops the 4 low bits of each byte count.
+ * never the bytes inside one. The descriptor drops the 4 low bits of each byte count. The causal
+ * order: find the group sizes first, then which group an item falls in, then its place there.
  */
 #include "hopper_layout.h"
 
@@ -32,5 +33,11 @@ uint32_t l05_swizzle128_offset(int row, int col, int rows) {
 
 uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes) {
   (void)addr, (void)lbo, (void)sbo, (void)swizzle_bytes;
+  return 0;
+}
+
+int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, int *q_tile,
+                    int *pair) {
+  (void)item, (void)n_q_tiles, (void)n_pairs, (void)grid, (void)waves, (void)q_tile, (void)pair;
   return 0;
 }

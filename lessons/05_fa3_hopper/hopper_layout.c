@@ -1,6 +1,8 @@
 /* Lesson 05's drill, the lesson's answers (contracts in hopper_layout.h). */
 #include "hopper_layout.h"
 
+#include "attn_causal.h"
+
 int l05_stage(long k, int stages) {
   if (k < 0 || stages < 1) return -1;
   return (int)(k % stages);
@@ -50,4 +52,16 @@ uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_b
   if ((addr | lbo | sbo) & 15u || addr >= limit || lbo >= limit || sbo >= limit) return 0;
   return (uint64_t)(addr >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(sbo >> 4) << 32 |
          mode << 62;
+}
+
+/* The kernels' own order (attn_causal.h): the group sizes, then the item's place in its group. */
+int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, int *q_tile,
+                    int *pair) {
+  if (n_q_tiles < 1 || n_pairs < 1 || grid < 1 || waves < 1 || !q_tile || !pair || item < 0 ||
+      (long long)item >= (long long)n_q_tiles * n_pairs)
+    return -1;
+  int grp = 0, grp_big = 0;
+  attn_causal_groups(n_pairs, n_q_tiles, grid, waves, &grp, &grp_big);
+  attn_causal_item(item, n_q_tiles, grp, grp_big, q_tile, pair);
+  return 0;
 }

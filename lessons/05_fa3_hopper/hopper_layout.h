@@ -2,7 +2,7 @@
  * @file hopper_layout.h
  * @brief Lesson 05's drill: the Hopper bookkeeping that is easy to get wrong and silent when wrong.
  *
- * Three pieces of arithmetic every FA3-style kernel carries, as pure functions on the CPU (the
+ * Four pieces of bookkeeping an FA3-style kernel carries, as pure functions on the CPU (the
  * kernels in this lesson compute the same in device code; tests/lesson05/checklist.c holds both to
  * the same answers):
  *  - the stage ring: which shared-memory stage the k-th tile uses, and which phase parity of that
@@ -10,7 +10,9 @@
  *  - the 128-byte swizzle: where element (row, column) of a bf16 tile lives in shared memory when
  *    TMA writes it with CU_TENSOR_MAP_SWIZZLE_128B and wgmma reads it with swizzle mode 1;
  *  - the wgmma matrix descriptor: the 64-bit word that tells the tensor cores where an operand
- *    starts in shared memory and how its 8 x 16-byte core matrices are spaced.
+ *    starts in shared memory and how its 8 x 16-byte core matrices are spaced;
+ *  - the order in which a persistent grid hands out its work items under the causal mask (versions
+ *    9 and 11): an order that is not a permutation computes some tiles twice and others never.
  *
  * `make drill-5` runs the checklist against drills/05_hopper_bookkeeping.c, the reader's version.
  */
@@ -66,6 +68,20 @@ uint32_t l05_swizzle128_offset(int row, int col, int rows);
  *         argument cannot be encoded (not a multiple of 16, 2^18 bytes or more, another swizzle)
  */
 uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_bytes);
+
+/**
+ * Item @p item's Q tile and (sequence, head) pair in the order a persistent grid of @p grid blocks
+ * hands out causal work: longest first inside groups of pairs. There are @p n_pairs pairs of
+ * @p n_q_tiles Q tiles each, and a Q tile's work grows with its index. The pairs are cut into
+ * contiguous groups of whole pairs: as many groups as can each hold at least @p waves * grid items
+ * (one group when all the pairs together hold fewer), their sizes as equal as possible, the larger
+ * ones first. A group hands out the last Q tile of each of its pairs, in pair order, then the tile
+ * before it, and so on; then the next group.
+ * @return 0, with *q_tile and *pair set; -1 when item is outside [0, n_q_tiles * n_pairs), a
+ *         size or count is below 1, or a pointer is NULL
+ */
+int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, int *q_tile,
+                    int *pair);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
-/* Lesson 05's checklist: the stage ring's barrier parities, the 128-byte swizzle and the wgmma
- * descriptor (hopper_layout.h). Built against the lesson's answers (checklist-5, must pass) and
- * against drills/05 (drill-5). The parities are checked against a model of an mbarrier, not
- * against a formula. */
+/* Lesson 05's checklist: the stage ring's barrier parities, the 128-byte swizzle, the wgmma
+ * descriptor and the persistent grid's causal order (hopper_layout.h). Built against the lesson's
+ * answers (checklist-5, must pass) and against drills/05 (drill-5). The parities are checked
+ * against a model of an mbarrier, not against a formula. */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -142,6 +142,72 @@ START_TEST(descriptor_by_addition) {
 }
 END_TEST
 
+/* The causal order, built from its contract by loops (the groups' sizes, then inside each group
+ * the Q tiles from the last down, every pair of the group at one tile before the next) and
+ * compared item by item, on 1-70 Q tiles, 1-70 pairs, three grids and two wave counts. */
+START_TEST(causal_order_longest_first_in_groups) {
+  static int want_tile[1 << 13], want_pair[1 << 13];
+  const int grids[] = {1, 7, 132};
+  for (int gi = 0; gi < 3; ++gi)
+    for (int waves = 1; waves <= 2; ++waves)
+      for (int tiles = 1; tiles <= 70; tiles += 3)
+        for (int pairs = 1; pairs <= 70; pairs += 4) {
+          const int grid = grids[gi], items = tiles * pairs;
+          int per = (waves * grid + tiles - 1) / tiles; /* pairs a group needs at least */
+          per = per < 1 ? 1 : (per > pairs ? pairs : per);
+          const int groups = pairs / per, size = pairs / groups, larger = pairs - groups * size;
+          int k = 0;
+          for (int g = 0, p0 = 0; g < groups; ++g) {
+            const int gs = g < larger ? size + 1 : size;
+            for (int t = tiles - 1; t >= 0; --t)
+              for (int x = 0; x < gs; ++x, ++k) want_tile[k] = t, want_pair[k] = p0 + x;
+            p0 += gs;
+          }
+          ck_assert_int_eq(k, items);
+          int bad = -1; /* the first wrong item */
+          for (int i = 0; i < items && bad < 0; ++i) {
+            int t = -1, p = -1;
+            if (l05_causal_item(i, tiles, pairs, grid, waves, &t, &p) != 0 || t != want_tile[i] ||
+                p != want_pair[i])
+              bad = i;
+          }
+          if (bad >= 0) {
+            int t = -1, p = -1;
+            const int rc = l05_causal_item(bad, tiles, pairs, grid, waves, &t, &p);
+            ck_abort_msg(
+                "tiles %d pairs %d grid %d waves %d item %d: rc %d (%d, %d), want (%d, %d)", tiles,
+                pairs, grid, waves, bad, rc, t, p, want_tile[bad], want_pair[bad]);
+          }
+        }
+}
+END_TEST
+
+/* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
+ * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
+START_TEST(causal_order_worked_example) {
+  int t = -1, p = -1;
+  ck_assert_int_eq(l05_causal_item(0, 64, 32, 132, 2, &t, &p), 0);
+  ck_assert_int_eq(t, 63);
+  ck_assert_int_eq(p, 0);
+  ck_assert_int_eq(l05_causal_item(7, 64, 32, 132, 2, &t, &p), 0);
+  ck_assert_int_eq(t, 62); /* the second round of the first group of 6 */
+  ck_assert_int_eq(p, 1);
+  ck_assert_int_eq(l05_causal_item(2 * 6 * 64, 64, 32, 132, 2, &t, &p), 0);
+  ck_assert_int_eq(t, 63); /* the third group's first item: its first pair, 12 */
+  ck_assert_int_eq(p, 12);
+  ck_assert_int_eq(l05_causal_item(32 * 64 - 1, 64, 32, 132, 2, &t, &p), 0);
+  ck_assert_int_eq(t, 0); /* the launch's last item: the lightest tile of the last pair */
+  ck_assert_int_eq(p, 31);
+  /* refusals */
+  ck_assert_int_eq(l05_causal_item(32 * 64, 64, 32, 132, 2, &t, &p), -1);
+  ck_assert_int_eq(l05_causal_item(-1, 64, 32, 132, 2, &t, &p), -1);
+  ck_assert_int_eq(l05_causal_item(0, 0, 32, 132, 2, &t, &p), -1);
+  ck_assert_int_eq(l05_causal_item(0, 64, 32, 0, 2, &t, &p), -1);
+  ck_assert_int_eq(l05_causal_item(0, 64, 32, 132, 0, &t, &p), -1);
+  ck_assert_int_eq(l05_causal_item(0, 64, 32, 132, 2, NULL, &p), -1);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lesson05_checklist");
   TCase *tc = tcase_create("checklist");
@@ -152,6 +218,8 @@ int main(void) {
   tcase_add_test(tc, swizzle_is_a_conflict_free_permutation);
   tcase_add_test(tc, swizzle_worked_examples);
   tcase_add_test(tc, descriptor_fields);
+  tcase_add_test(tc, causal_order_longest_first_in_groups);
+  tcase_add_test(tc, causal_order_worked_example);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -1,12 +1,10 @@
 /* Lesson 05, CPU: the CPU model of FA3's pipelined tile loop (S of tile j + 1 formed before the
  * softmax of tile j) against the double-precision reference on awkward shapes, at the GPU
  * versions' tiles and at small ones; the flat entry point's and the tensor-map encoder's argument
- * checks, which answer before any GPU or driver is touched; the persistent versions' order of
- * work under the mask. No GPU needed. */
+ * checks, which answer before any GPU or driver is touched. No GPU needed. */
 #include <stdint.h>
 #include <string.h>
 
-#include "attn_causal.h"
 #include "attn_test.h"
 #include "fa3_hopper.h"
 
@@ -83,56 +81,6 @@ START_TEST(tensor_map_refuses_what_tma_cannot_describe) {
 }
 END_TEST
 
-/* The persistent versions' order under the mask (attn_causal_groups(), attn_causal_item()): the
- * (sequence, head) pairs cut into contiguous groups whose sizes differ by at most one (the larger
- * ones first), each group of at least L05_CAUSAL_WAVES waves of items unless it is the only one,
- * and inside a group the Q tiles from the last down, every pair of the group at one Q tile before
- * the next. The expected order is built by those loops and compared item by item. */
-START_TEST(causal_items_longest_first_in_groups) {
-  static int want_tile[1 << 16], want_bh[1 << 16];
-  const int grids[] = {1, 7, 132};
-  for (int gi = 0; gi < 3; ++gi)
-    for (int tiles = 1; tiles <= 70; tiles += 3)
-      for (int n_bh = 1; n_bh <= 70; n_bh += 4) {
-        const int items = tiles * n_bh, grid = items < grids[gi] ? items : grids[gi];
-        int grp = 0, big = 0;
-        attn_causal_groups(n_bh, tiles, grid, L05_CAUSAL_WAVES, &grp, &big);
-        const int n_groups = (n_bh - big) / grp;
-        ck_assert_int_ge(grp, 1);
-        ck_assert_int_eq(n_groups * grp + big, n_bh);
-        ck_assert_int_lt(big, n_groups);
-        ck_assert(n_groups == 1 || (long)grp * tiles >= (long)L05_CAUSAL_WAVES * grid);
-        int k = 0;
-        for (int g = 0, g0 = 0; g < n_groups; ++g) {
-          const int gs = g < big ? grp + 1 : grp;
-          for (int t = tiles - 1; t >= 0; --t)
-            for (int x = 0; x < gs; ++x, ++k) want_tile[k] = t, want_bh[k] = g0 + x;
-          g0 += gs;
-        }
-        ck_assert_int_eq(k, items);
-        for (int i = 0; i < items; ++i) {
-          int t = -1, bh = -1;
-          attn_causal_item(i, tiles, grp, big, &t, &bh);
-          ck_assert_msg(t == want_tile[i] && bh == want_bh[i],
-                        "tiles %d pairs %d grid %d item %d: (%d, %d), want (%d, %d)", tiles, n_bh,
-                        grid, i, t, bh, want_tile[i], want_bh[i]);
-        }
-      }
-  /* Worked example: batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, 2 waves:
-   * at least ceil(264 / 64) = 5 pairs a group, 32 / 5 = 6 groups, of 6, 6, 5, 5, 5, 5 pairs. */
-  int grp = 0, big = 0, t = 0, bh = 0;
-  attn_causal_groups(32, 64, 132, 2, &grp, &big);
-  ck_assert_int_eq(grp, 5);
-  ck_assert_int_eq(big, 2);
-  attn_causal_item(7, 64, grp, big, &t, &bh);
-  ck_assert_int_eq(t, 62);
-  ck_assert_int_eq(bh, 1);
-  attn_causal_item(2 * 6 * 64, 64, grp, big, &t, &bh); /* the third group's first item */
-  ck_assert_int_eq(t, 63);
-  ck_assert_int_eq(bh, 12);
-}
-END_TEST
-
 int main(void) {
   Suite *s = suite_create("lesson05_cpu");
   TCase *tc = tcase_create("cpu");
@@ -140,7 +88,6 @@ int main(void) {
   tcase_add_loop_test(tc, cpu_model_matches_reference, 0, N_SHAPES);
   tcase_add_test(tc, flat_entry_point_refuses_bad_input);
   tcase_add_test(tc, tensor_map_refuses_what_tma_cannot_describe);
-  tcase_add_test(tc, causal_items_longest_first_in_groups);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);
 }
