@@ -75,6 +75,10 @@ static ATTN_HD int attn_first_unmasked_q_tile(int j0, int bc, int br, int seq_q,
   return t < n ? (int)t : n;
 }
 
+/** The groups' size in waves of blocks that the course's kernels ask for: two (measured against
+ *  four on lesson 05's version 11, `h200-l05i-2026-11-28`). */
+#define ATTN_CAUSAL_WAVES 2
+
 /** A persistent grid's work items under the causal mask: longest first inside groups of heads.
  *  An item is one Q tile of one (sequence, head) pair, and under the mask a Q tile's work grows
  *  with its index. Handed out pair after pair, each pair's heaviest tile first (the order of a

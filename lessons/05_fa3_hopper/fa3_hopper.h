@@ -31,9 +31,6 @@ extern "C" {
 #define L05_BC 128
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
-/** The persistent versions (9 and 11) under the causal mask hand out their items longest first
- *  inside groups of heads of about this many waves of blocks (attn_causal_groups()). */
-#define L05_CAUSAL_WAVES 2
 /** Number of versions in the lesson. */
 #define L05_VERSIONS 11
 

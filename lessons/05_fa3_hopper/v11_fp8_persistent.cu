@@ -543,7 +543,7 @@ extern "C" cudaError_t l05_fp8p_attention(const void *workspace, size_t workspac
                                 (int)smem_bytes));
   const int grid = blocks < sms ? (int)blocks : sms; /* one block per SM at most */
   int grp = 1, grp_big = 0; /* under the mask: the groups of heads, longest first in each */
-  attn_causal_groups(batch * heads, n_q_tiles, grid, L05_CAUSAL_WAVES, &grp, &grp_big);
+  attn_causal_groups(batch * heads, n_q_tiles, grid, ATTN_CAUSAL_WAVES, &grp, &grp_big);
   FA_KERNEL<<<(unsigned)grid, FA_THREADS, smem_bytes, stream>>>(
       tm_q, tm_k, tm_v, tm_o, lse, heads, kv_heads, seq_q, seq_kv, causal, scale * FA_LOG2E,
       n_q_tiles, l.kv_tiles, (int)blocks, grp, grp_big, (const float *)(ws + l.dq),

@@ -515,7 +515,7 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
   /* One block per SM at most: 512 threads of 128 registers take the whole register file. */
   const int grid = items < sms ? (int)items : sms;
   int grp = 1, grp_big = 0; /* under the mask: the groups of heads, longest first in each */
-  attn_causal_groups(batch * heads, n_q_tiles, grid, L05_CAUSAL_WAVES, &grp, &grp_big);
+  attn_causal_groups(batch * heads, n_q_tiles, grid, ATTN_CAUSAL_WAVES, &grp, &grp_big);
   FA_KERNEL<<<(unsigned)grid, FA_THREADS, FA_SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
       scale * FA_LOG2E, n_q_tiles, (int)items, grp, grp_big);
