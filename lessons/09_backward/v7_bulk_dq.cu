@@ -356,8 +356,7 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
               const __grid_constant__ CUtensorMap tm_dq,  // the fp32 dQ, boxes of 32 x 64
               attn_bf16 *__restrict__ dk,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
               attn_bf16 *__restrict__ dv,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
-              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale, int ord_grp,
-              int ord_big) {  // the groups of the causal order (attn_causal_groups)
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale) {
   extern __shared__ unsigned char smem[];
   const uint32_t sK = (smem_u32(smem) + 1023u) & ~1023u;
   const uint32_t sV = sK + WG_KV_BYTES;
@@ -373,18 +372,7 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
   const int tid = threadIdx.x, wg = tid >> 7;
   const int warp = (tid >> 5) & 3, lane = tid & 31; /* warp in the warpgroup */
   const int g = lane >> 2, t4 = lane & 3;
-  /* The block's KV tile, KV head and sequence. Under the mask a KV tile's work falls with its index
-   * (tile 0 is seen by every Q tile), and the hardware hands out blocks in the order of their
-   * linear index: that index is taken as an item of attn_causal_item()'s order, longest first
-   * inside groups of (sequence, KV head) pairs, whose "last Q tile" is here KV tile 0. */
-  int kt = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
-  if (causal) {
-    const int item = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-    int heaviest_first = 0, pair = 0;
-    attn_causal_item(item, (int)gridDim.x, ord_grp, ord_big, &heaviest_first, &pair);
-    kt = (int)gridDim.x - 1 - heaviest_first, kvh = pair % kv_heads, b = pair / kv_heads;
-  }
-  const int k0 = kt * WG_BC;
+  const int k0 = blockIdx.x * WG_BC, kvh = blockIdx.y, b = blockIdx.z;
   const int grp = heads / kv_heads, diag = seq_kv - seq_q;
   const float scale_log2 = scale * BW_LOG2E;
 
@@ -544,15 +532,9 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
   ATTN_TRY(bw_dterm(a, dd, acc, stream));
   ATTN_TRY(
       cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-  int dev = 0, sms = 0, ord_grp = 1, ord_big = 0; /* one block per SM: a wave is the SM count */
-  ATTN_TRY(cudaGetDevice(&dev));
-  ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const long long blocks = (long long)grid.x * grid.y * grid.z;
-  attn_causal_groups(a->batch * a->kv_heads, (int)grid.x, blocks < sms ? (int)blocks : sms,
-                     ATTN_CAUSAL_WAVES, &ord_grp, &ord_big);
   WG_KERNEL<<<grid, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       tm_q, tm_o, tm_k, tm_v, a->lse, dd, tm_dq, (attn_bf16 *)a->dk, (attn_bf16 *)a->dv, a->heads,
-      a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale, ord_grp, ord_big);
+      a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale);
   ATTN_TRY_LAUNCH();
   return bw_dq_convert(a, acc, stream);
 }
