@@ -43,7 +43,11 @@
  * step's L and D loaded by warpgroup 1 at dim 128 (NVIDIA H200, 2026-11-27,
  * docs/results/h200-l09i-2026-11-27): 547.9 TFLOP/s at the default shape against version 6's
  * 414.2 (1.32x), 473.6 causal (1.27x), 460.0 at dim 64 (1.20x); 1.23-1.91x FlashAttention-2's
- * backward on the papers' grid, 0.92-1.33x cuDNN's.
+ * backward on the papers' grid, 0.92-1.33x cuDNN's. With its causal blocks longest first in
+ * groups of heads from 16 KV tiles a pair (NVIDIA H200, 2026-11-28,
+ * docs/results/h200-l09q-2026-11-28): 1.03-1.04x the order before at seq 2k-12k with the mask,
+ * 1.36x at 16 heads on 2 KV heads, seq 4k; 495.5 TFLOP/s causal at the default shape; 1.25-1.98x
+ * FlashAttention-2's backward on the papers' grid, 0.92-1.22x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
@@ -64,6 +68,13 @@
 #define WG_BC 128                          /**< keys per block: 64 per consumer warpgroup */
 #define WG_BR (HEAD_DIM == 128 ? 64 : 128) /**< query rows per Q tile */
 #define WG_THREADS 256                     /**< two warpgroups */
+/** Under the mask, blocks go out longest first in groups of pairs (attn_causal_groups()) only
+ *  where a pair has at least this many KV tiles (seq_kv above 1920). With 4 and 8 (seq 512 and
+ *  1k) the order measured 1-8% slower, where the model of the tail predicts 2-6% faster. A likely
+ *  reason, not measured apart: blocks that short spend more of their time loading K and V and
+ *  storing dK and dV, and handed out by length they do that at the same moments (NOTES.md: The
+ *  causal blocks longest first in groups of heads). */
+#define WG_ORDER_MIN_TILES 16
 /** The Q/dO ring: 3 stages, 2 at dim 64, where the dQ staging takes the third's room. */
 #define WG_STAGES (HEAD_DIM == 128 ? 3 : 2)
 #define WG_NS (WG_BR / 2)                  /**< S^T, dP^T floats per thread: 64 x Br / 128 */
@@ -356,7 +367,9 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
               const __grid_constant__ CUtensorMap tm_dq,  // the fp32 dQ, boxes of 32 x 64
               attn_bf16 *__restrict__ dk,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
               attn_bf16 *__restrict__ dv,                 // [batch, seq_kv, kv_heads, HEAD_DIM]
-              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale) {
+              int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale,
+              int ord_grp,  // the groups of the causal order (attn_causal_groups), 0: none
+              int ord_big) {
   extern __shared__ unsigned char smem[];
   const uint32_t sK = (smem_u32(smem) + 1023u) & ~1023u;
   const uint32_t sV = sK + WG_KV_BYTES;
@@ -372,7 +385,19 @@ static __global__ void __launch_bounds__(WG_THREADS, 1)
   const int tid = threadIdx.x, wg = tid >> 7;
   const int warp = (tid >> 5) & 3, lane = tid & 31; /* warp in the warpgroup */
   const int g = lane >> 2, t4 = lane & 3;
-  const int k0 = blockIdx.x * WG_BC, kvh = blockIdx.y, b = blockIdx.z;
+  /* The block's KV tile, KV head and sequence. Under the mask a KV tile's work falls with its index
+   * (tile 0 is seen by every Q tile), and the hardware hands out blocks in the order of their
+   * linear index: with ord_grp set, that index is taken as an item of attn_causal_item()'s order,
+   * longest first inside groups of (sequence, KV head) pairs, whose "last Q tile" is here KV
+   * tile 0. */
+  int kt = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
+  if (ord_grp > 0) {
+    const int item = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    int heaviest_first = 0, pair = 0;
+    attn_causal_item(item, (int)gridDim.x, ord_grp, ord_big, &heaviest_first, &pair);
+    kt = (int)gridDim.x - 1 - heaviest_first, kvh = pair % kv_heads, b = pair / kv_heads;
+  }
+  const int k0 = kt * WG_BC;
   const int grp = heads / kv_heads, diag = seq_kv - seq_q;
   const float scale_log2 = scale * BW_LOG2E;
 
@@ -532,9 +557,19 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
   ATTN_TRY(bw_dterm(a, dd, acc, stream));
   ATTN_TRY(
       cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
+  /* The causal order, where a pair has at least WG_ORDER_MIN_TILES KV tiles (WG_ORDER_MIN_TILES's
+   * comment says why not below). One block per SM: a wave is the SM count. */
+  int dev = 0, sms = 0, ord_grp = 0, ord_big = 0;
+  if (a->causal && (int)grid.x >= WG_ORDER_MIN_TILES) {
+    ATTN_TRY(cudaGetDevice(&dev));
+    ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const long long blocks = (long long)grid.x * grid.y * grid.z;
+    attn_causal_groups(a->batch * a->kv_heads, (int)grid.x, blocks < sms ? (int)blocks : sms,
+                       ATTN_CAUSAL_WAVES, &ord_grp, &ord_big);
+  }
   WG_KERNEL<<<grid, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       tm_q, tm_o, tm_k, tm_v, a->lse, dd, tm_dq, (attn_bf16 *)a->dk, (attn_bf16 *)a->dv, a->heads,
-      a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale);
+      a->kv_heads, a->seq_q, a->seq_kv, a->causal, a->scale, ord_grp, ord_big);
   ATTN_TRY_LAUNCH();
   return bw_dq_convert(a, acc, stream);
 }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Landing call for lesson 09's causal order from 16 KV tiles a pair: A/B with checks and sanitizers, then the
+# archive (build, lessons and bench phases).
+set -u
+t0=$(date +%s)
+timeout 200 bash .gpu/bmin/ab.sh > /dev/null 2>&1
+mkdir -p $OUT/$RUN; cp $OUT/logs/tree-ab.log $OUT/$RUN/causal-order-ab.log
+grep -E "^-- |test_lesson|checked|time " $OUT/$RUN/causal-order-ab.log | cut -c1-200
+rm -rf build-ab9 build-w9 build-o9
+left=$(( 585 - ($(date +%s) - t0) ))
+SKIP_CTEST=1 PART=A timeout $left bash .gpu/l09arch.sh 2>&1 | tail -12
