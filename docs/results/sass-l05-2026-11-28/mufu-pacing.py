@@ -23,7 +23,7 @@ def v11(path):
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);\s*/\* (0x[0-9a-f]+) \*/", line)
         if m:
             hi = int(re.search(r"/\* (0x[0-9a-f]+) \*/", lines[i + 1]).group(1), 16)
-            ins.append((m.group(2).strip(), (hi >> 41) & 0xF))
+            ins.append((m.group(2).strip(), (hi >> 41) & 0xF, int(m.group(1), 16)))
     op = lambda k: ins[k][0].split()[0].split(".")[0]
     mufu = [k for k, x in enumerate(ins) if x[0].startswith("MUFU.EX2")]
     gemm = [k for k, x in enumerate(ins) if "GMMA" in x[0]]
@@ -38,6 +38,20 @@ def v11(path):
     mix = collections.Counter(op(k) for k in range(mufu[-1] + 1, nxt))
     print(f"  from the last exponential to the next QGMMA: {mix.most_common(6)}, "
           f"{sum(max(ins[k][1], 1) for k in range(mufu[-1] + 1, nxt))} cycles")
+    # The loop of a tile without the mask: from the back edge's target (the branch after the last
+    # QGMMA that jumps back before the first) to that branch, less the mask's block (skipped by
+    # the first branch after S's wait, forward).
+    addr = lambda k: ins[k][2]
+    target = lambda k: int(re.search(r"BRA 0x([0-9a-f]+)", ins[k][0]).group(1), 16)
+    bras = [k for k, x in enumerate(ins) if re.search(r"BRA 0x", x[0])]
+    back = min(k for k in bras if k > gemm[-1] and target(k) < addr(gemm[0]))
+    top = next(k for k, x in enumerate(ins) if addr(k) == target(back))
+    wait_s = next(k for k in range(gemm[0], len(ins)) if "DEPBAR" in ins[k][0])
+    skip = next(k for k in bras if k > wait_s)
+    resume = next(k for k, x in enumerate(ins) if addr(k) == target(skip))
+    body = list(range(top, skip + 1)) + list(range(resume, back + 1))
+    print(f"  a tile's loop without the mask: {len(body)} instructions, "
+          f"{sum(max(ins[k][1], 1) for k in body)} cycles of stall counts")
 
 
 def cudnn(path):
