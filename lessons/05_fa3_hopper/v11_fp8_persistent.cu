@@ -1,8 +1,8 @@
 // clang-format off
 /** @file
- * @brief Version 11: persistent FP8 blocks. Version 10's kernel with version 9's scheduler: one block
- * per SM takes its work items (Q tile, head, sequence) from a counter, and loads the next item's Q
- * and first K and V tiles while the current item's last tiles are still being computed.
+ * @brief Version 11: persistent FP8 blocks. Version 10's kernel with version 9's scheduler: one
+ * block per SM takes its work items (Q tile, head, sequence) from a counter, and loads the next
+ * item's Q and first K and V tiles while the current item's last tiles are still being computed.
  *
  * What changed: the grid is min(items, SMs) blocks. The producer takes items from a counter
  * (blockIdx.x first, then gridDim.x + atomicAdd) in version 10's block order (under the mask,

@@ -9,9 +9,11 @@
  * the current one, so that a block that drew light items (causal tiles near the diagonal) takes
  * more of them; the items were numbered as version 8 numbers its blocks (a head's Q tiles heaviest
  * first under the mask), so the order of the work was the one the hardware scheduler gave version
- * 8 (under the mask it is now longest first inside groups of heads: see the end of this comment). The producer warp hands each item number to the consumers through two slots in shared memory,
- * each with a full and an empty mbarrier like a stage of the KV ring; Q has two buffers, each with a barrier that says the consumers are
- * done with it; the KV ring and the consumers' ring of turns run on from one item to the next.
+ * 8 (under the mask it is now longest first inside groups of heads: see the end of this comment).
+ * The producer warp hands each item number to the consumers through two slots in shared memory,
+ * each with a full and an empty mbarrier like a stage of the KV ring; Q has two buffers, each with
+ * a barrier that says the consumers are done with it; the KV ring and the consumers' ring of turns
+ * run on from one item to the next.
  *
  * Why: with one block per item every block pays its start (barriers set up, registers
  * reallocated, Q loaded, the first K tile waited for with the tensor cores idle) and its end (the

@@ -559,8 +559,9 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
       cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
   /* The causal order, where a pair has at least WG_ORDER_MIN_TILES KV tiles (WG_ORDER_MIN_TILES's
    * comment says why not below). One block per SM: a wave is the SM count. */
-  int dev = 0, sms = 0, ord_grp = 0, ord_big = 0;
+  int ord_grp = 0, ord_big = 0;
   if (a->causal && (int)grid.x >= WG_ORDER_MIN_TILES) {
+    int dev = 0, sms = 0;
     ATTN_TRY(cudaGetDevice(&dev));
     ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     const long long blocks = (long long)grid.x * grid.y * grid.z;
