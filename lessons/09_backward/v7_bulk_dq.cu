@@ -47,7 +47,12 @@
  * groups of heads from 16 KV tiles a pair (NVIDIA H200, 2026-11-28,
  * docs/results/h200-l09q-2026-11-28): 1.03-1.04x the order before at seq 2k-12k with the mask,
  * 1.36x at 16 heads on 2 KV heads, seq 4k; 495.5 TFLOP/s causal at the default shape; 1.25-1.98x
- * FlashAttention-2's backward on the papers' grid, 0.92-1.22x cuDNN's.
+ * FlashAttention-2's backward on the papers' grid, 0.92-1.22x cuDNN's. With the order from a
+ * block's work instead (KV tiles times the head dimension at least 1280: 10 tiles at dim 128, 20 at
+ * dim 64; NVIDIA H200, 2026-11-28, docs/results/h200-l09s-2026-11-28): 1.017-1.035x the 16-tile
+ * threshold at seq 1280-1792 with the mask at dim 128, 1.003x at dim 64, seq 2k; 493.7 TFLOP/s
+ * causal at the default shape; 1.28-1.95x FlashAttention-2's backward on the papers' grid,
+ * 0.94-1.25x cuDNN's.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
@@ -69,12 +74,14 @@
 #define WG_BR (HEAD_DIM == 128 ? 64 : 128) /**< query rows per Q tile */
 #define WG_THREADS 256                     /**< two warpgroups */
 /** Under the mask, blocks go out longest first in groups of pairs (attn_causal_groups()) only
- *  where a pair has at least this many KV tiles (seq_kv above 1920). With 4 and 8 (seq 512 and
- *  1k) the order measured 1-8% slower, where the model of the tail predicts 2-6% faster. A likely
- *  reason, not measured apart: blocks that short spend more of their time loading K and V and
- *  storing dK and dV, and handed out by length they do that at the same moments (NOTES.md: The
- *  causal blocks longest first in groups of heads). */
-#define WG_ORDER_MIN_TILES 16
+ *  where a pair's KV tiles times the head dimension reach this: 10 tiles at dim 128 (seq_kv above
+ *  1152), 20 at dim 64 (above 2432). A block's work, and so its time, grows with both. Measured
+ *  (NOTES.md: The causal blocks longest first in groups of heads), the order loses 1-8% with 4-8
+ *  tiles at dim 128 and 4-16 at dim 64, and gains from 10 tiles at dim 128 and 24 at dim 64,
+ *  where the model of the tail predicts a gain at every length. A likely reason, not measured
+ *  apart: short blocks spend more of their time loading K and V and storing dK and dV, and handed
+ *  out by length they do that at the same moments. */
+#define WG_ORDER_MIN_WORK 1280
 /** The Q/dO ring: 3 stages, 2 at dim 64, where the dQ staging takes the third's room. */
 #define WG_STAGES (HEAD_DIM == 128 ? 3 : 2)
 #define WG_NS (WG_BR / 2)                  /**< S^T, dP^T floats per thread: 64 x Br / 128 */
@@ -557,10 +564,10 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
   ATTN_TRY(bw_dterm(a, dd, acc, stream));
   ATTN_TRY(
       cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-  /* The causal order, where a pair has at least WG_ORDER_MIN_TILES KV tiles (WG_ORDER_MIN_TILES's
-   * comment says why not below). One block per SM: a wave is the SM count. */
+  /* The causal order, where a pair's blocks are long enough (WG_ORDER_MIN_WORK's comment says why
+   * not below). One block per SM: a wave is the SM count. */
   int ord_grp = 0, ord_big = 0;
-  if (a->causal && (int)grid.x >= WG_ORDER_MIN_TILES) {
+  if (a->causal && (long long)grid.x * HEAD_DIM >= WG_ORDER_MIN_WORK) {
     int dev = 0, sms = 0;
     ATTN_TRY(cudaGetDevice(&dev));
     ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
