@@ -76,7 +76,7 @@
 /** Under the mask, blocks go out longest first in groups of pairs (attn_causal_groups()) only
  *  where a pair's KV tiles times the head dimension reach this: 10 tiles at dim 128 (seq_kv above
  *  1152), 20 at dim 64 (above 2432). A block's work, and so its time, grows with both. Measured
- *  (NOTES.md: The causal blocks longest first in groups of heads), the order loses 1-8% with 4-8
+ *  (NOTES.md: The causal blocks longest first in groups of heads), the order loses 0.3-8% with 4-8
  *  tiles at dim 128 and 4-16 at dim 64, and gains from 10 tiles at dim 128 and 24 at dim 64,
  *  where the model of the tail predicts a gain at every length. A likely reason, not measured
  *  apart: short blocks spend more of their time loading K and V and storing dK and dV, and handed
