@@ -82,6 +82,14 @@
  *  apart: short blocks spend more of their time loading K and V and storing dK and dV, and handed
  *  out by length they do that at the same moments. */
 #define WG_ORDER_MIN_WORK 1280
+/** With several query heads to a KV head a block loops over the group's heads with the same K
+ *  and V, and the order is also taken where a pair has at least this many KV tiles, or where the
+ *  grid is more than one wave of blocks and at most two: one group, longest first over the whole
+ *  grid, the order that shortens a tail most where the tail is most of the step. Measured on 38
+ *  shapes of 2-16 heads a group below WG_ORDER_MIN_WORK (NOTES.md, the same section): 1.01-1.26x
+ *  on the 27 where either holds (8 of them chosen after the rule: 1.06-1.26x), 0.90-1.00x on the
+ *  11 others but one (1.005x). */
+#define WG_ORDER_GQA_TILES 8
 /** The Q/dO ring: 3 stages, 2 at dim 64, where the dQ staging takes the third's room. */
 #define WG_STAGES (HEAD_DIM == 128 ? 3 : 2)
 #define WG_NS (WG_BR / 2)                  /**< S^T, dP^T floats per thread: 64 x Br / 128 */
@@ -564,14 +572,18 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
   ATTN_TRY(bw_dterm(a, dd, acc, stream));
   ATTN_TRY(
       cudaFuncSetAttribute(WG_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM_BYTES));
-  /* The causal order, where a pair's blocks are long enough (WG_ORDER_MIN_WORK's comment says why
-   * not below). One block per SM: a wave is the SM count. */
+  /* The causal order, where a pair's blocks are long enough or, with GQA, where the tail is long
+   * (WG_ORDER_MIN_WORK's and WG_ORDER_GQA_TILES's comments say why not elsewhere). One block per
+   * SM: a wave is the SM count. */
   int ord_grp = 0, ord_big = 0;
-  if (a->causal && (long long)grid.x * HEAD_DIM >= WG_ORDER_MIN_WORK) {
-    int dev = 0, sms = 0;
-    ATTN_TRY(cudaGetDevice(&dev));
-    ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const long long blocks = (long long)grid.x * grid.y * grid.z;
+  int dev = 0, sms = 0;
+  ATTN_TRY(cudaGetDevice(&dev));
+  ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const long long blocks = (long long)grid.x * grid.y * grid.z;
+  const int long_pairs = (long long)grid.x * HEAD_DIM >= WG_ORDER_MIN_WORK;
+  const int gqa_tail = a->heads > a->kv_heads &&
+                       (grid.x >= WG_ORDER_GQA_TILES || (blocks > sms && blocks <= 2LL * sms));
+  if (a->causal && (long_pairs || gqa_tail)) {
     attn_causal_groups(a->batch * a->kv_heads, (int)grid.x, blocks < sms ? (int)blocks : sms,
                        ATTN_CAUSAL_WAVES, &ord_grp, &ord_big);
   }
