@@ -52,7 +52,10 @@
  * dim 64; NVIDIA H200, 2026-11-28, docs/results/h200-l09s-2026-11-28): 1.017-1.035x the 16-tile
  * threshold at seq 1280-1792 with the mask at dim 128, 1.003x at dim 64, seq 2k; 493.7 TFLOP/s
  * causal at the default shape; 1.28-1.95x FlashAttention-2's backward on the papers' grid,
- * 0.94-1.25x cuDNN's.
+ * 0.94-1.25x cuDNN's. With GQA the order also below that, from 8 KV tiles a pair or where the grid
+ * is one to two waves of blocks (NVIDIA H200, 2026-11-28, docs/results/h200-l09t-2026-11-28):
+ * 1.06-1.26x the rule before on eight shapes of 4-8 heads a group chosen after the rule was set;
+ * the papers' grid (no GQA) untouched.
  *
  * Run: `./run 7`, `./run 7 --causal`, `make diff-9 A=6 B=7` (an sm_90 GPU).
  */
