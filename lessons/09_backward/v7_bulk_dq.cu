@@ -579,16 +579,17 @@ extern "C" cudaError_t WG_LAUNCH(const l09_grad_args *a, cudaStream_t stream) {
    * (WG_ORDER_MIN_WORK's and WG_ORDER_GQA_TILES's comments say why not elsewhere). One block per
    * SM: a wave is the SM count. */
   int ord_grp = 0, ord_big = 0;
-  int dev = 0, sms = 0;
-  ATTN_TRY(cudaGetDevice(&dev));
-  ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const long long blocks = (long long)grid.x * grid.y * grid.z;
-  const int long_pairs = (long long)grid.x * HEAD_DIM >= WG_ORDER_MIN_WORK;
-  const int gqa_tail = a->heads > a->kv_heads &&
-                       (grid.x >= WG_ORDER_GQA_TILES || (blocks > sms && blocks <= 2LL * sms));
-  if (a->causal && (long_pairs || gqa_tail)) {
-    attn_causal_groups(a->batch * a->kv_heads, (int)grid.x, blocks < sms ? (int)blocks : sms,
-                       ATTN_CAUSAL_WAVES, &ord_grp, &ord_big);
+  if (a->causal) {
+    int dev = 0, sms = 0;
+    ATTN_TRY(cudaGetDevice(&dev));
+    ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const long long blocks = (long long)grid.x * grid.y * grid.z;
+    const int long_pairs = (long long)grid.x * HEAD_DIM >= WG_ORDER_MIN_WORK;
+    const int gqa_tail = a->heads > a->kv_heads &&
+                         (grid.x >= WG_ORDER_GQA_TILES || (blocks > sms && blocks <= 2LL * sms));
+    if (long_pairs || gqa_tail)
+      attn_causal_groups(a->batch * a->kv_heads, (int)grid.x, blocks < sms ? (int)blocks : sms,
+                         ATTN_CAUSAL_WAVES, &ord_grp, &ord_big);
   }
   WG_KERNEL<<<grid, WG_THREADS, WG_SMEM_BYTES, stream>>>(
       tm_q, tm_o, tm_k, tm_v, a->lse, dd, tm_dq, (attn_bf16 *)a->dk, (attn_bf16 *)a->dv, a->heads,
