@@ -88,8 +88,9 @@ static ATTN_HD int attn_first_unmasked_q_tile(int j0, int bc, int br, int seq_q,
  *  evenly as the pairs allow (sizes differ by at most one, so the last group is not a short one),
  *  and a group hands out its pairs' last Q tiles first, one per pair, then the tiles before them:
  *  longest first inside a group, whose pairs' K and V are read from L2 while it runs. (Lesson
- *  09's backward, one block per item, uses it only where its blocks are long: with short ones the
- *  order lost, `WG_ORDER_MIN_WORK` in its version 7.)
+ *  09's backward, one block per item, uses it only where its blocks are long, or with GQA where
+ *  the tail is long: with short blocks the order lost, `WG_ORDER_MIN_WORK` and
+ *  `WG_ORDER_GQA_TILES` in its version 7.)
  *  Sets @p grp, the smaller group size, and @p grp_big, the number of groups of grp + 1 pairs
  *  (placed first). */
 static ATTN_HD void attn_causal_groups(int n_bh, int n_q_tiles, int grid, int waves, int *grp,
