@@ -10,7 +10,9 @@ set -u
 prog=$1 regex=$2 want=$3
 # Without cuobjdump (a toolkit without its binary utilities) the check cannot run: skipped (77).
 command -v cuobjdump >/dev/null || { echo "check-sass: skipped: cuobjdump not found (CUDA toolkit binary utilities)"; exit 77; }
-sass=$(cuobjdump --dump-sass "$prog") || { echo "check-sass: cuobjdump failed on $prog"; exit 1; }
+sass=$(bash "$(dirname "$0")/sass-dump.sh" "$prog") || { echo "check-sass: cuobjdump failed on $prog"; exit 1; }
+# A build of PTX only (e.g. ARCH=80-virtual) holds no machine code to check: skipped (77).
+printf '%s\n' "$sass" | grep -q 'Function : ' || { echo "check-sass: skipped: $prog holds no SASS (built as PTX only)"; exit 77; }
 # One line per kernel: name, then the counts, from the "Function : name" sections.
 summary=$(printf '%s\n' "$sass" | awk -v want="$want" '
   /Function : / { if (name != "") print name, n_want, n_local; name = $3; n_want = 0; n_local = 0; next }

@@ -14,7 +14,9 @@
 set -u
 prog=$1 regex=$2 bar=$3 min=$4
 command -v cuobjdump >/dev/null || { echo "check-turn-placement: skipped: cuobjdump not found (CUDA toolkit binary utilities)"; exit 77; }
-sass=$(cuobjdump --dump-sass "$prog") || { echo "check-turn-placement: cuobjdump failed on $prog"; exit 1; }
+sass=$(bash "$(dirname "$0")/sass-dump.sh" "$prog") || { echo "check-turn-placement: cuobjdump failed on $prog"; exit 1; }
+# A build of PTX only (e.g. ARCH=80-virtual) holds no machine code to check: skipped (77).
+printf '%s\n' "$sass" | grep -q 'Function : ' || { echo "check-turn-placement: skipped: $prog holds no SASS (built as PTX only)"; exit 77; }
 # One line per kernel: name, barriers seen, exponentials between the first two, exponentials
 # between the loop's first wgmma wait (S) and the first barrier.
 summary=$(printf '%s\n' "$sass" | awk -v bar="$bar" '

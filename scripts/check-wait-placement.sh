@@ -13,7 +13,9 @@
 set -u
 prog=$1 regex=$2
 command -v cuobjdump >/dev/null || { echo "check-wait-placement: skipped: cuobjdump not found (CUDA toolkit binary utilities)"; exit 77; }
-sass=$(cuobjdump --dump-sass "$prog") || { echo "check-wait-placement: cuobjdump failed on $prog"; exit 1; }
+sass=$(bash "$(dirname "$0")/sass-dump.sh" "$prog") || { echo "check-wait-placement: cuobjdump failed on $prog"; exit 1; }
+# A build of PTX only (e.g. ARCH=80-virtual) holds no machine code to check: skipped (77).
+printf '%s\n' "$sass" | grep -q 'Function : ' || { echo "check-wait-placement: skipped: $prog holds no SASS (built as PTX only)"; exit 77; }
 # One line per kernel: name, the number of wait_group 1 windows, the exponentials inside them.
 summary=$(printf '%s\n' "$sass" | awk '
   function flush() { if (name != "") print name, windows, inside }
