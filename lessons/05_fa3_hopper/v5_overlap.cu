@@ -72,6 +72,20 @@
 #define FA_O_BY_TMA (HEAD_DIM == 128)
 /** The named barriers of the O stores: FA_O_BAR + the consumer warpgroup's index. */
 #define FA_O_BAR 3
+/** Stages of the KV ring that overlap_turns() walks: 2 here; lesson 10's prefix pass, which streams
+ * every tile from memory once, includes this file with 3. */
+#ifndef FA_STAGES
+#define FA_STAGES 2
+#endif
+#if FA_STAGES == 2
+#define FA_STAGE(j) ((j)&1)             /**< tile j's stage: l05_stage(j, 2) */
+#define FA_PHASE(j) (((j) >> 1) & 1)    /**< its full barrier's parity: l05_full_parity() */
+#define FA_PREV_STAGE(st, j) ((st) ^ 1) /**< tile j - 1's stage, tile j's being st */
+#else
+#define FA_STAGE(j) ((int)((unsigned)(j) % FA_STAGES))
+#define FA_PHASE(j) ((int)((unsigned)(j) / FA_STAGES) & 1)
+#define FA_PREV_STAGE(st, j) FA_STAGE((j)-1)
+#endif
 /** Dynamic shared memory: Q, two K and two V stages, nine mbarriers (Q; full and empty for K and V
  * of each stage), and 1024 bytes to align the start to a swizzle atom. */
 #define FA_SMEM_BYTES (FA_Q_BYTES + 4 * FA_TILE_BYTES + 128 + 1024)
@@ -316,6 +330,116 @@ static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint
  *     store_o: l = sum over the quad;  O_i = O / l;  lse_i = (m + log2 l) ln 2
  *       (dim 128: O over my rows of the Q tile, then TMA stores, store_o_tma())
  */
+/** A consumer warpgroup's tiles, from Q landed to its last P V done: version 5's turns (the
+ * loop on the whiteboard above). O (unnormalised), the running max (log2 units) and sum of my two
+ * rows come back in @p acc, @p row_m, @p row_l. Keys of tile j start at @p k_first + j FA_BC (0
+ * here; lesson 10's prefix pass starts its chunks further on) and those at or past @p seq_kv are
+ * masked, on the tiles from @p n_unmasked on. The producer fills the ring behind the barriers. */
+static __device__ __forceinline__ void overlap_turns(
+    float acc[FA_NO], float row_m[2], float row_l[2], uint32_t q_base, uint32_t sK_a, uint32_t sV_a,
+    uint32_t full_k, uint32_t full_v, uint32_t empty_k, uint32_t empty_v, int n_tiles,
+    int n_unmasked, int wg, int lane, int q0, int wr0, int k_first, int g, int t4, int seq_kv,
+    int causal, int diag, float scale_log2, unsigned long long *tl) {
+#pragma unroll
+  for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
+  row_m[0] = row_m[1] = -INFINITY;
+  row_l[0] = row_l[1] = 0.f;
+
+  /* Ping-pong, as in version 4, and inside a turn the softmax of S_j runs while this
+   * warpgroup's own P_{j-1} V_{j-1} is still on the tensor cores: S_j and P V are two commit
+   * groups, wait_group 1 returns when the first is done. O is rescaled, and P_j packed over the
+   * registers P V reads, only after wait_group 0.
+   * Ping-pong: the warpgroups take turns at the tensor cores through two named barriers (1:
+   * warpgroup 0's turn, 2: warpgroup 1's). A turn issues S_j = Q K_j^T together with the
+   * previous tile's P_{j-1} V_{j-1}, hands the turn over, and only then waits: the softmax of S_j
+   * runs while the other warpgroup's GEMMs use the tensor cores. The first turn has no P V and
+   * the last no S; they are peeled off the loop, so that no wgmma sits behind a branch (ptxas
+   * would serialise them, C7520). Warpgroup 0 goes first (warpgroup 1 arrives once up front);
+   * warpgroup 1 skips its last hand-over, which nobody waits for, so both barriers end
+   * balanced. */
+  const int my_bar = 1 + wg, other_bar = 2 - wg;
+  uint32_t pa[FA_PK][4]; /* P_{j-1}, packed, waiting for its turn */
+  float s[FA_NS];
+  if (n_tiles > 0) {
+    if (wg == 1) named_bar_arrive(1, 256);
+    mbar_wait(full_k, 0); /* K_0 has landed */
+    TL_STAMP(tl, 1 + wg, 0, L05_TL_K_READY);
+    named_bar_sync(my_bar, 256);
+    TL_STAMP(tl, 1 + wg, 0, L05_TL_TURN);
+    wgmma_fence();
+    issue_s(s, q_base, sK_a);
+    wgmma_commit();
+    named_bar_arrive(other_bar, 256);
+    wgmma_wait0();
+    reg_fence(s, FA_NS);
+    TL_STAMP(tl, 1 + wg, 0, L05_TL_S_READY);
+    if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
+    float alpha[2];
+    softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, k_first, g, t4, seq_kv, causal,
+              diag, scale_log2);
+    TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
+    rescale_pack(s, acc, alpha, pa);
+  }
+  /* Tiles 1 .. n_tiles - 1 in two runs, the tiles every row sees whole, then those that need the
+   * mask (the diagonal ones, a last tile cut short). Unrolling `masked` makes two copies of the
+   * loop with `masked` a constant in each, so no branch around the mask stands between the two
+   * waits. With that branch there, ptxas put the wait for all of the turn's wgmma where its two
+   * paths meet, ahead of every exponential (cuobjdump --dump-sass: WARPGROUP.DEPBAR.LE gsb0,
+   * 0x0 before the first MUFU.EX2), and the softmax did not run under this warpgroup's own
+   * P V at all. */
+  const int j_mid = max(1, min(n_tiles, n_unmasked));
+#pragma unroll
+  for (int masked = 0; masked < 2; ++masked)
+    for (int j = masked ? j_mid : 1; j < (masked ? n_tiles : j_mid); ++j) {
+      const int st = FA_STAGE(j), pst = FA_PREV_STAGE(st, j); /* stages of tiles j and j - 1 */
+      const uint32_t parity = FA_PHASE(j);                    /* l05_full_parity(j, 2) */
+      const uint32_t pparity = FA_PHASE(j - 1);               /* l05_full_parity(j - 1, 2) */
+      mbar_wait(full_k + 8 * st, parity);                     /* K_j has landed */
+      mbar_wait(full_v + 8 * pst, pparity);                   /* V_{j-1} has landed */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
+      named_bar_sync(my_bar, 256); /* my turn */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
+      reg_fence(acc, FA_NO);
+      wgmma_fence();
+      issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
+      wgmma_commit(); /* group 1: S_j */
+      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+      wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
+      named_bar_arrive(other_bar, 256); /* your turn */
+      wgmma_wait1();                    /* S_j is complete; P_{j-1} V_{j-1} may still be running */
+      reg_fence(s, FA_NS);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
+      if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
+      float alpha[2];
+      softmax_p(s, row_m, row_l, alpha, masked, q0, wr0, k_first + j * FA_BC, g, t4, seq_kv, causal,
+                diag, scale_log2); /* under my own P V on the tensor cores */
+      TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
+      wgmma_wait0();
+      reg_fence(acc, FA_NO);
+      TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
+      if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
+      rescale_pack(s, acc, alpha, pa);
+    }
+  if (n_tiles > 0) {
+    const int pst = FA_STAGE(n_tiles - 1);
+    mbar_wait(full_v + 8 * pst, FA_PHASE(n_tiles - 1)); /* the last V has landed */
+    named_bar_sync(my_bar, 256);
+    TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_TURN);
+    reg_fence(acc, FA_NO);
+    wgmma_fence();
+    issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
+    wgmma_commit();
+    if (wg == 0) named_bar_arrive(other_bar, 256);
+    wgmma_wait0();
+    reg_fence(acc, FA_NO);
+    TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
+    if (lane == 0) mbar_arrive(empty_v + 8 * pst);
+  }
+}
+
+/* Lesson 10's prefix pass (prefill.cu) includes this file for overlap_turns() and the pieces above
+ * it, with L05_OVERLAP_TURNS_ONLY defined: the kernel and its launcher are this lesson's alone. */
+#ifndef L05_OVERLAP_TURNS_ONLY
 /** One block per (Q tile of FA_BR = 128 rows, head, batch), bf16 in and out: warpgroup 0 loads,
  * warpgroups 1 and 2 compute 64 rows each and write them with their log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
@@ -382,101 +506,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 
     float acc[FA_NO];
     float row_m[2], row_l[2]; /* [row g or g + 8]; m in log2 units */
-#pragma unroll
-    for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
-    row_m[0] = row_m[1] = -INFINITY;
-    row_l[0] = row_l[1] = 0.f;
-
-    /* Ping-pong, as in version 4, and inside a turn the softmax of S_j runs while this
-     * warpgroup's own P_{j-1} V_{j-1} is still on the tensor cores: S_j and P V are two commit
-     * groups, wait_group 1 returns when the first is done. O is rescaled, and P_j packed over the
-     * registers P V reads, only after wait_group 0.
-     * Ping-pong: the warpgroups take turns at the tensor cores through two named barriers (1:
-     * warpgroup 0's turn, 2: warpgroup 1's). A turn issues S_j = Q K_j^T together with the
-     * previous tile's P_{j-1} V_{j-1}, hands the turn over, and only then waits: the softmax of S_j
-     * runs while the other warpgroup's GEMMs use the tensor cores. The first turn has no P V and
-     * the last no S; they are peeled off the loop, so that no wgmma sits behind a branch (ptxas
-     * would serialise them, C7520). Warpgroup 0 goes first (warpgroup 1 arrives once up front);
-     * warpgroup 1 skips its last hand-over, which nobody waits for, so both barriers end
-     * balanced. */
-    const int my_bar = 1 + wg, other_bar = 2 - wg;
-    uint32_t pa[FA_PK][4]; /* P_{j-1}, packed, waiting for its turn */
-    float s[FA_NS];
-    if (n_tiles > 0) {
-      if (wg == 1) named_bar_arrive(1, 256);
-      mbar_wait(full_k, 0); /* K_0 has landed */
-      TL_STAMP(tl, 1 + wg, 0, L05_TL_K_READY);
-      named_bar_sync(my_bar, 256);
-      TL_STAMP(tl, 1 + wg, 0, L05_TL_TURN);
-      wgmma_fence();
-      issue_s(s, q_base, sK_a);
-      wgmma_commit();
-      named_bar_arrive(other_bar, 256);
-      wgmma_wait0();
-      reg_fence(s, FA_NS);
-      TL_STAMP(tl, 1 + wg, 0, L05_TL_S_READY);
-      if (lane == 0) mbar_arrive(empty_k); /* my warp is done with K_0 */
-      float alpha[2];
-      softmax_p(s, row_m, row_l, alpha, 0 >= n_unmasked, q0, wr0, 0, g, t4, seq_kv, causal, diag,
-                scale_log2);
-      TL_STAMP(tl, 1 + wg, 0, L05_TL_SOFTMAX);
-      rescale_pack(s, acc, alpha, pa);
-    }
-    /* Tiles 1 .. n_tiles - 1 in two runs, the tiles every row sees whole, then those that need the
-     * mask (the diagonal ones, a last tile cut short). Unrolling `masked` makes two copies of the
-     * loop with `masked` a constant in each, so no branch around the mask stands between the two
-     * waits. With that branch there, ptxas put the wait for all of the turn's wgmma where its two
-     * paths meet, ahead of every exponential (cuobjdump --dump-sass: WARPGROUP.DEPBAR.LE gsb0,
-     * 0x0 before the first MUFU.EX2), and the softmax did not run under this warpgroup's own
-     * P V at all. */
-    const int j_mid = max(1, min(n_tiles, n_unmasked));
-#pragma unroll
-    for (int masked = 0; masked < 2; ++masked)
-      for (int j = masked ? j_mid : 1; j < (masked ? n_tiles : j_mid); ++j) {
-        const int st = j & 1, pst = st ^ 1;          /* stages of tiles j and j - 1 */
-        const uint32_t parity = (j >> 1) & 1;        /* l05_full_parity(j, 2) */
-        const uint32_t pparity = ((j - 1) >> 1) & 1; /* l05_full_parity(j - 1, 2) */
-        mbar_wait(full_k + 8 * st, parity);          /* K_j has landed */
-        mbar_wait(full_v + 8 * pst, pparity);        /* V_{j-1} has landed */
-        TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
-        named_bar_sync(my_bar, 256); /* my turn */
-        TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
-        reg_fence(acc, FA_NO);
-        wgmma_fence();
-        issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
-        wgmma_commit(); /* group 1: S_j */
-        issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
-        wgmma_commit();                   /* group 2: P_{j-1} V_{j-1} */
-        named_bar_arrive(other_bar, 256); /* your turn */
-        wgmma_wait1(); /* S_j is complete; P_{j-1} V_{j-1} may still be running */
-        reg_fence(s, FA_NS);
-        TL_STAMP(tl, 1 + wg, j, L05_TL_S_READY);
-        if (lane == 0) mbar_arrive(empty_k + 8 * st); /* my warp is done with K_j */
-        float alpha[2];
-        softmax_p(s, row_m, row_l, alpha, masked, q0, wr0, j * FA_BC, g, t4, seq_kv, causal, diag,
-                  scale_log2); /* under my own P V on the tensor cores */
-        TL_STAMP(tl, 1 + wg, j, L05_TL_SOFTMAX);
-        wgmma_wait0();
-        reg_fence(acc, FA_NO);
-        TL_STAMP(tl, 1 + wg, j, L05_TL_PV_DONE);
-        if (lane == 0) mbar_arrive(empty_v + 8 * pst); /* ... and with V_{j-1} */
-        rescale_pack(s, acc, alpha, pa);
-      }
-    if (n_tiles > 0) {
-      const int pst = (n_tiles - 1) & 1;
-      mbar_wait(full_v + 8 * pst, ((n_tiles - 1) >> 1) & 1); /* the last V has landed */
-      named_bar_sync(my_bar, 256);
-      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_TURN);
-      reg_fence(acc, FA_NO);
-      wgmma_fence();
-      issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
-      wgmma_commit();
-      if (wg == 0) named_bar_arrive(other_bar, 256);
-      wgmma_wait0();
-      reg_fence(acc, FA_NO);
-      TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
-      if (lane == 0) mbar_arrive(empty_v + 8 * pst);
-    }
+    overlap_turns(acc, row_m, row_l, q_base, sK_a, sV_a, full_k, full_v, empty_k, empty_v, n_tiles,
+                  n_unmasked, wg, lane, q0, wr0, 0, g, t4, seq_kv, causal, diag, scale_log2, tl);
 
 #if FA_O_BY_TMA
     (void)o;
@@ -513,3 +544,4 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
+#endif /* L05_OVERLAP_TURNS_ONLY */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flash_decoding.h" /* l06_sm_count() */
 #include "serving_decode.h"
 
 void l10_cascade_plan_free(l10_cascade_plan *p) {
@@ -141,6 +142,23 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *p,
    * the GPU cannot run sm_90a code), and then the suffix pass in the same launch; version 1
    * elsewhere. */
   c->wg = !s->k_scale && l10_wg_per_sm(s->dim) > 0;
+  /* Where lesson 05's version 5 runs (dims 64 and 128, a bf16 cache, pages its TMA boxes can
+   * read), the prefix pass is its prefill: blocks of 128 group rows a KV head, the shared keys cut
+   * into as many chunks as fill the GPU once (at least one tile each). */
+  c->pf = 0, c->pf_units = c->pf_chunks = c->pf_tiles = c->pf_pages = 0;
+  if (p->n_prefix > 0 && !s->k_scale && s->block_size >= 8 && l10_prefill_per_sm(s->dim) > 0) {
+    int pages = 0;
+    for (size_t i = 0; i < (size_t)p->n_prefix * s->max_blocks; ++i)
+      if (p->pre_table[i] + 1 > pages) pages = p->pre_table[i] + 1;
+    const int units = (s->heads / s->kv_heads * c->prefix.max_q + 127) / 128;
+    const int per_chunk = p->n_prefix * s->kv_heads * units; /* blocks per chunk index */
+    const int tiles = (p->max_prefix_keys + 127) / 128;
+    const int fill = l06_sm_count() * l10_prefill_per_sm(s->dim) / per_chunk;
+    const int want = fill < 1 ? 1 : fill > tiles ? tiles : fill;
+    c->pf_tiles = (tiles + want - 1) / want;
+    c->pf_chunks = (tiles + c->pf_tiles - 1) / c->pf_tiles;
+    c->pf_units = units, c->pf_pages = pages, c->pf = 1;
+  }
 }
 
 int l10_cascade_cpu(const l10_step *s, int chunk, const float *q, const int *q_start,

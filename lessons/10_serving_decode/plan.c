@@ -153,6 +153,24 @@ cudaError_t l10_wg_pair_d256(const l10_step *a, void *o_a, float *lse_a, void *w
   (void)ws_b, (void)ws_b_bytes, (void)stream;
   return cudaErrorNotSupported;
 }
+cudaError_t l10_prefill_d64(const l10_step *s, int pool_pages, int units, int n_chunks,
+                            int chunk_tiles, float *part_o, float *part_lse, cudaStream_t stream) {
+  (void)s, (void)pool_pages, (void)units, (void)n_chunks, (void)chunk_tiles, (void)part_o;
+  (void)part_lse, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_prefill_d128(const l10_step *s, int pool_pages, int units, int n_chunks,
+                             int chunk_tiles, float *part_o, float *part_lse, cudaStream_t stream) {
+  (void)s, (void)pool_pages, (void)units, (void)n_chunks, (void)chunk_tiles, (void)part_o;
+  (void)part_lse, (void)stream;
+  return cudaErrorNotSupported;
+}
+int l10_prefill_per_sm_d64(void) {
+  return 0;
+}
+int l10_prefill_per_sm_d128(void) {
+  return 0;
+}
 int l10_wg_per_sm_d64(void) {
   return 0;
 }
@@ -184,6 +202,20 @@ cudaError_t l10_wg_pair(const l10_step *a, void *o_a, float *lse_a, void *ws_a, 
                                                                             : NULL;
   if (!f) return cudaErrorInvalidValue;
   return f(a, o_a, lse_a, ws_a, ws_a_bytes, b, o_b, lse_b, ws_b, ws_b_bytes, stream);
+}
+
+int l10_prefill_per_sm(int dim) {
+  return dim == 64 ? l10_prefill_per_sm_d64() : dim == 128 ? l10_prefill_per_sm_d128() : 0;
+}
+
+cudaError_t l10_prefill(const l10_step *s, int pool_pages, int units, int n_chunks, int chunk_tiles,
+                        float *part_o, float *part_lse, cudaStream_t stream) {
+  if (!s) return cudaErrorInvalidValue;
+  if (s->dim == 64)
+    return l10_prefill_d64(s, pool_pages, units, n_chunks, chunk_tiles, part_o, part_lse, stream);
+  if (s->dim == 128)
+    return l10_prefill_d128(s, pool_pages, units, n_chunks, chunk_tiles, part_o, part_lse, stream);
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t l10_fp8(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,

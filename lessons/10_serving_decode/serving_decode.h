@@ -238,6 +238,35 @@ cudaError_t l10_wg_pair(const l10_step *a, void *o_a, float *lse_a, void *ws_a, 
                         const l10_step *b, void *o_b, float *lse_b, void *ws_b, size_t ws_b_bytes,
                         cudaStream_t stream);
 
+/** @name Version 3's prefix pass on lesson 05's version 5 (prefill.cu, sm_90a, dims 64 and 128)
+ *  @{ */
+/**
+ * The prefix pass of a cascade at head dimension 64: step @p s holds the plan's runs (their packed
+ * rows, shared keys and pages; no mask, a bf16 cache, pages of at least 8 tokens). One block per
+ * (run, chunk, KV head, unit of 128 group rows), @p units units, @p n_chunks chunks of
+ * @p chunk_tiles tiles of 128 keys; each block writes its 128 rows' O / l (fp32) into @p part_o
+ * `[blocks, 128, dim]` and their log-sum-exp (-inf where a row saw no key) into @p part_lse
+ * `[blocks, 128]`, block = ((run x n_chunks + chunk) x kv_heads + kvh) x units + unit.
+ * @p pool_pages: pages the pools' tensor maps span, more than any page the table names.
+ * cudaErrorNotSupported where it was not built.
+ */
+cudaError_t l10_prefill_d64(const l10_step *s, int pool_pages, int units, int n_chunks,
+                            int chunk_tiles, float *part_o, float *part_lse, cudaStream_t stream);
+/** The same, head dimension 128. */
+cudaError_t l10_prefill_d128(const l10_step *s, int pool_pages, int units, int n_chunks,
+                             int chunk_tiles, float *part_o, float *part_lse, cudaStream_t stream);
+/** Blocks of the prefix pass's kernel one SM holds at head dimension 64 (0 without a device, on a
+ * GPU that cannot run it, or where it was not built). */
+int l10_prefill_per_sm_d64(void);
+/** The same, head dimension 128. */
+int l10_prefill_per_sm_d128(void);
+/** The prefix pass's blocks per SM at head dimension @p dim (0 for any dim but 64 and 128). */
+int l10_prefill_per_sm(int dim);
+/** The prefix pass at head dimension s->dim (64 or 128). */
+cudaError_t l10_prefill(const l10_step *s, int pool_pages, int units, int n_chunks, int chunk_tiles,
+                        float *part_o, float *part_lse, cudaStream_t stream);
+/** @} */
+
 /** @name The FP8 cache (version 2)
  *  One scale per key row (a token's dim values of one KV head, K and V apart): a row's scale is
  *  its largest |x| / 448, so its largest value becomes the code +-448 and every value is rounded
@@ -375,8 +404,15 @@ typedef struct l10_cascade {
   l10_step prefix; /**< the shared pages, no mask; batch 0 when nobody shares */
   l10_step suffix; /**< every sequence over its own pages, with the step's mask */
   int total_q;     /**< packed query rows of the step (both passes write into these rows) */
-  int wg;          /**< 1: both passes on version 4 in one launch (l10_wg_pair(): built, and
-                        this GPU runs it); 0: both on version 1, one launch each */
+  int wg;          /**< 1: version 4 built, and this GPU runs it: the suffix pass on it, and the
+                        prefix pass too where pf is 0 (both in one launch, l10_wg_pair()); 0:
+                        both passes on version 1, one launch each */
+  int pf;          /**< 1: the prefix pass on lesson 05's version 5 (l10_prefill()), its chunks
+                        and the suffix pass's state of each row merged by one kernel */
+  int pf_units;    /**< with pf: 128-row units per KV head */
+  int pf_chunks;   /**< with pf: chunks of the shared keys */
+  int pf_tiles;    /**< with pf: 128-key tiles a chunk holds */
+  int pf_pages;    /**< with pf: pages the tensor maps span (the largest shared page + 1) */
 } l10_cascade;
 
 /** The plan's arrays on the device (l10_cascade_upload()). */

@@ -58,6 +58,11 @@
  * (h200-l10r-2026-11-27). The launches' gaps were about 4 of the 10-15 microseconds predicted:
  * the one launch streams 2.6 TB/s of the 269 MB it reads, which points at its 64-row units (one
  * warpgroup that waits for S, then for P V; not measured apart).
+ * Then the prefix pass moved to lesson 05's version 5 where that runs (dims 64 and 128, sm_90a:
+ * prefill.cu, l10_prefill()): blocks of 128 rows, the two warpgroups' turns, a producer that reads
+ * the pages by TMA; the suffix pass on version 4 in a launch of its own, and one merge of the
+ * chunks' states with the suffix's (cascade_merge_chunks()). 1.02-1.22x the step before at the
+ * cascade table's shapes, 0.092 ms at the shape above (docs/results/h200-l10zb-2026-11-28).
  *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
  * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
@@ -87,11 +92,85 @@ static size_t cascade_pass_bytes(const l10_cascade *c, const l10_step *pass) {
   return (b + 255) / 256 * 256;
 }
 
+/** Blocks of the prefix pass on lesson 05's version 5 (c->pf). */
+static size_t prefill_blocks(const l10_cascade *c) {
+  return (size_t)c->prefix.batch * c->pf_chunks * c->prefix.kv_heads * c->pf_units;
+}
+
+/** With c->pf: bytes of the prefix pass's partial states, O (fp32) then the log-sum-exp, 128 rows
+ * a block, each at a 256-byte boundary. */
+static size_t prefill_state_bytes(const l10_cascade *c) {
+  const size_t rows = prefill_blocks(c) * 128;
+  return (rows * c->suffix.dim * sizeof(float) + 255) / 256 * 256 +
+         (rows * sizeof(float) + 255) / 256 * 256;
+}
+
 /* The prefix pass's own workspace, then the suffix pass's. Each pass keeps its merge's counters in
- * its own (at 0 between launches), so the two do not share one. */
+ * its own (at 0 between launches), so the two do not share one. With c->pf the prefix pass's is
+ * its blocks' partial states, and the suffix pass runs alone on version 4 (or 1). */
 extern "C" size_t l10_cascade_workspace_bytes(const l10_cascade *c) {
+  if (c->pf) return prefill_state_bytes(c) + cascade_pass_bytes(c, &c->suffix);
   return cascade_state_bytes(c) + cascade_pass_bytes(c, &c->prefix) +
          cascade_pass_bytes(c, &c->suffix);
+}
+
+/** With c->pf: a thread per (row, head, pair of columns) of the prefix pass's runs merges, in
+ * place, the suffix's state in @p o, @p lse with the partial states of the run's chunks (@p part_o,
+ * @p part_lse, as l10_prefill() writes them): m the largest log-sum-exp, w = exp(LSE - m) for
+ * each, O = sum w O / sum w, LSE = m + log(sum w). The threads of a row read its log-sum-exps
+ * together (one load for the warp), and every load is independent of the others. */
+static __global__ void cascade_merge_chunks(attn_bf16 *__restrict__ o, float *__restrict__ lse,
+                                            const float *__restrict__ part_o,
+                                            const float *__restrict__ part_lse,
+                                            const int *__restrict__ q_start,
+                                            const int *__restrict__ q_lens, int n_runs, int max_q,
+                                            int heads, int kv_heads, int units, int n_chunks,
+                                            int dim) {
+  const int pairs = dim / 2;
+  const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const long long per_run = (long long)max_q * heads * pairs;
+  if (t >= per_run * n_runs) return;
+  const int v = (int)(t / per_run), col = (int)(t % pairs);
+  const int i = (int)(t % per_run / pairs / heads), h = (int)(t / pairs % heads);
+  if (i >= min(q_lens[v], max_q)) return;
+  const int G = heads / kv_heads, kvh = h / G, gr = i * G + h % G, u = gr / 128, r = gr % 128;
+  const int w = (q_start[v] + i) * heads + h;
+  /* block of chunk c: ((v n_chunks + c) kv_heads + kvh) units + u; its row r */
+  const size_t first = ((size_t)v * n_chunks * kv_heads + kvh) * units + u;
+  const size_t step = (size_t)kv_heads * units;
+  /* one pass, the running maximum as lessons 02 and 06 keep it; the loads do not depend on it, so
+   * they can all be in flight at once */
+  float mx = lse[w]; /* the suffix's: -inf when the row sees none of its own keys */
+  __nv_bfloat162 *ocell = (__nv_bfloat162 *)(o + (size_t)w * dim) + col;
+  const float2 a = __bfloat1622float2(*ocell);
+  const int seen = mx != -INFINITY;
+  float x = seen ? a.x : 0.f, y = seen ? a.y : 0.f, total = seen ? 1.f : 0.f;
+  /* every block wrote every row (O = 0 where it saw no key), so the loads need no branch */
+  for (int c0 = 0; c0 < n_chunks; c0 += 8) {
+    /* eight chunks' loads first, then their arithmetic: the exponentials' special cases are
+     * branches in the machine code, and loads behind them would wait for the ones before */
+    float lc[8];
+    float2 b[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const size_t slot = (first + min(c0 + k, n_chunks - 1) * step) * 128 + r;
+      lc[k] = part_lse[slot];
+      b[k] = *(const float2 *)(part_o + slot * dim + 2 * col);
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float l = c0 + k < n_chunks ? lc[k] : -INFINITY; /* past the last: weight 0 */
+      const float m_new = fmaxf(mx, l);
+      const float sa = mx == m_new ? 1.f : expf(mx - m_new); /* also where both are -inf */
+      const float sc = l == -INFINITY ? 0.f : l == m_new ? 1.f : expf(l - m_new);
+      x = x * sa + sc * b[k].x, y = y * sa + sc * b[k].y, total = total * sa + sc;
+      mx = m_new;
+    }
+  }
+  if (total == 0.f) return; /* no key at all: the suffix's state (O = 0) stands */
+  const float inv = 1.f / total;
+  *ocell = __floats2bfloat162_rn(x * inv, y * inv);
+  if (col == 0) lse[w] = mx + logf(total);
 }
 
 /** A warp per (row, head) of the prefix pass's sequences (their @p q_start, @p q_lens; rows of
@@ -131,8 +210,25 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
   if (c->prefix.batch > 0 && (c->prefix.heads != c->suffix.heads || c->prefix.dim != c->suffix.dim))
     return cudaErrorInvalidValue;
   if (!workspace || workspace_bytes < l10_cascade_workspace_bytes(c)) return cudaErrorInvalidValue;
-  const int n = c->total_q * c->suffix.heads;
   unsigned char *ws = (unsigned char *)workspace;
+  if (c->pf) { /* the prefix pass on lesson 05's version 5, the suffix pass, one merge */
+    const size_t rows = prefill_blocks(c) * 128, st = prefill_state_bytes(c);
+    float *part_o = (float *)ws;
+    float *part_lse = (float *)(ws + (rows * c->suffix.dim * sizeof(float) + 255) / 256 * 256);
+    ATTN_TRY(l10_prefill(&c->prefix, c->pf_pages, c->pf_units, c->pf_chunks, c->pf_tiles, part_o,
+                         part_lse, stream));
+    ATTN_TRY(
+        (c->wg ? l10_wg : l10_draft)(&c->suffix, o, lse, ws + st, workspace_bytes - st, stream));
+    const long long threads =
+        (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads * (c->suffix.dim / 2);
+    cascade_merge_chunks<<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
+        (attn_bf16 *)o, lse, part_o, part_lse, c->prefix.q_start, c->prefix.q_lens, c->prefix.batch,
+        c->prefix.max_q, c->prefix.heads, c->prefix.kv_heads, c->pf_units, c->pf_chunks,
+        c->suffix.dim);
+    ATTN_TRY_LAUNCH();
+    return cudaSuccess;
+  }
+  const int n = c->total_q * c->suffix.heads;
   const size_t state = cascade_state_bytes(c);
   attn_bf16 *o_pre = (attn_bf16 *)ws;
   float *lse_pre = (float *)(ws + state - ((size_t)n * sizeof(float) + 255) / 256 * 256);

@@ -679,6 +679,14 @@ static const struct {
      {{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {400, 450, 350}, {1, 3, 16}},
       {0, 320, 320},
       {320, 320, 320}}},
+    /* pages of 256, larger than the prefix pass's 128-key tiles (a box reads half a page), no
+     * mask: three forked from the first over its first two pages (one over its first) */
+    {{{32, 8, 128, 256, L10_MASK_NONE, 3, 0, 0, {1000, 900, 800}, {1, 2, 1}},
+      {0, 512, 512},
+      {512, 512, 512}},
+     {{32, 8, 128, 256, L10_MASK_NONE, 3, 0, 0, {400, 380, 300}, {1, 2, 1}},
+      {0, 256, 256},
+      {256, 256, 256}}},
     /* nothing shared: one sequence, pages of 128 (the cascade is version 1's step) */
     {{{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {4099}, {4}}, {0}, {0}},
      {{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {517}, {4}}, {0}, {0}}},
@@ -718,9 +726,17 @@ START_TEST(cascade_steps_match_the_reference) {
   l10_cascade_make(&g.st, g.total_q, &plan, &dev, &casc);
   printf(
       "cascade case %d: batch %d, heads %d/%d, dim %d, pages of %d, mask %d: %d prefix-pass "
-      "sequences (up to %d draft tokens over %d keys), suffixes up to %d keys\n",
+      "sequences (up to %d draft tokens over %d keys) on %s, suffixes up to %d keys\n",
       _i, c->batch, c->heads, c->kv_heads, c->dim, bs, c->mask, plan.n_prefix, plan.max_prefix_q,
-      plan.max_prefix_keys, plan.max_suffix_keys);
+      plan.max_prefix_keys,
+      casc.pf   ? "lesson 05's version 5"
+      : casc.wg ? "version 4"
+                : "version 1",
+      plan.max_suffix_keys);
+  /* where version 4 runs, so does the prefix pass on lesson 05's version 5 at dims 64 and 128
+   * (both are the sm_90a build's): a cascade that shares must take it there */
+  if (plan.n_prefix > 0 && casc.wg && (c->dim == 64 || c->dim == 128) && bs >= 8)
+    ck_assert_msg(casc.pf, "cascade case %d: the prefix pass is not on lesson 05's version 5", _i);
   cudaFree(g.d_ws);
   g.ws_bytes = l10_cascade_workspace_bytes(&casc);
   ck_assert_int_eq(cudaMalloc(&g.d_ws, g.ws_bytes), cudaSuccess);
