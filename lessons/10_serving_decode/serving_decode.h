@@ -438,14 +438,15 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *pl
                       const l10_cascade_dev *dev, l10_cascade *c);
 
 /** Bytes of device workspace l10_cascade_run() needs: the prefix pass's O and log-sum-exp of every
- * row, then the two passes' workspaces, one after the other. Zero it once before the first call
- * (the passes' merge counters, which every call leaves at 0). */
+ * row, then the two passes' workspaces, one after the other (with c->pf: the prefix pass's blocks'
+ * partial states, then the suffix pass's workspace). Zero it once before the first call (the
+ * passes' merge counters, which every call leaves at 0). */
 size_t l10_cascade_workspace_bytes(const l10_cascade *c);
 
 /**
- * Version 3: the prefix pass (version 1's kernel into the workspace), the suffix pass (into @p o,
- * @p lse), and the merge of the two states of every row that has both, in place. @p o, @p lse as
- * l10_draft()'s.
+ * Version 3: the prefix pass into the workspace (lesson 05's version 5 with c->pf, else version 4
+ * or 1's kernel), the suffix pass (into @p o, @p lse), and the merge of the states of every row
+ * that has both, in place. @p o, @p lse as l10_draft()'s.
  */
 cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse, void *workspace,
                             size_t workspace_bytes, cudaStream_t stream);
