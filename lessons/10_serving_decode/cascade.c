@@ -119,6 +119,17 @@ void l10_cascade_dev_free(l10_cascade_dev *d) {
   memset(d, 0, sizeof *d);
 }
 
+void l10_prefill_grid(int runs, int kv_heads, int group, int max_q, int max_keys, int slots,
+                      int *units, int *chunks, int *tiles) {
+  *units = (group * max_q + 127) / 128;
+  const int per_chunk = runs * kv_heads * *units; /* blocks per chunk index */
+  const int all = (max_keys + 127) / 128;         /* tiles of the longest run */
+  const int fill = slots / per_chunk;
+  const int want = fill < 1 ? 1 : fill > all ? all : fill;
+  *tiles = (all + want - 1) / want;
+  *chunks = (all + *tiles - 1) / *tiles; /* rounding up may leave fewer than wanted */
+}
+
 void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *p,
                       const l10_cascade_dev *d, l10_cascade *c) {
   c->total_q = total_q;
@@ -150,14 +161,10 @@ void l10_cascade_make(const l10_step *s, int total_q, const l10_cascade_plan *p,
     int pages = 0;
     for (size_t i = 0; i < (size_t)p->n_prefix * s->max_blocks; ++i)
       if (p->pre_table[i] + 1 > pages) pages = p->pre_table[i] + 1;
-    const int units = (s->heads / s->kv_heads * c->prefix.max_q + 127) / 128;
-    const int per_chunk = p->n_prefix * s->kv_heads * units; /* blocks per chunk index */
-    const int tiles = (p->max_prefix_keys + 127) / 128;
-    const int fill = l06_sm_count() * l10_prefill_per_sm(s->dim) / per_chunk;
-    const int want = fill < 1 ? 1 : fill > tiles ? tiles : fill;
-    c->pf_tiles = (tiles + want - 1) / want;
-    c->pf_chunks = (tiles + c->pf_tiles - 1) / c->pf_tiles;
-    c->pf_units = units, c->pf_pages = pages, c->pf = 1;
+    l10_prefill_grid(p->n_prefix, s->kv_heads, s->heads / s->kv_heads, c->prefix.max_q,
+                     p->max_prefix_keys, l06_sm_count() * l10_prefill_per_sm(s->dim), &c->pf_units,
+                     &c->pf_chunks, &c->pf_tiles);
+    c->pf_pages = pages, c->pf = 1;
   }
 }
 

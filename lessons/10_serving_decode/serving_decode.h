@@ -262,6 +262,13 @@ int l10_prefill_per_sm_d64(void);
 int l10_prefill_per_sm_d128(void);
 /** The prefix pass's blocks per SM at head dimension @p dim (0 for any dim but 64 and 128). */
 int l10_prefill_per_sm(int dim);
+/** The prefix pass's grid (l10_cascade_make()): @p runs runs of at most @p max_q draft tokens, @p
+ * group query heads a KV head, over at most @p max_keys shared keys, on a GPU that holds @p slots
+ * blocks at once. Sets @p units (128-row units a KV head), @p chunks and @p tiles (128-key tiles a
+ * chunk): as many chunks as fill the slots once (one if a chunk's blocks alone fill them), no more
+ * than there are tiles, every tile in exactly one chunk and no chunk empty. */
+void l10_prefill_grid(int runs, int kv_heads, int group, int max_q, int max_keys, int slots,
+                      int *units, int *chunks, int *tiles);
 /** The prefix pass at head dimension s->dim (64 or 128). */
 cudaError_t l10_prefill(const l10_step *s, int pool_pages, int units, int n_chunks, int chunk_tiles,
                         float *part_o, float *part_lse, cudaStream_t stream);

@@ -937,6 +937,42 @@ END_TEST
 
 static const int kForkQ[4] = {2, 1, 16, 3}, kForkKv[4] = {200, 150, 180, 90};
 
+/* The prefix pass's grid on lesson 05's version 5: at the README's shapes the chunks the README
+ * names, and on any grid every tile of the longest run in exactly one chunk, none empty, and no
+ * more blocks than the GPU holds at once unless one chunk's blocks already fill it. */
+START_TEST(prefill_grid_covers_every_tile_once) {
+  int u = 0, c = 0, t = 0;
+  l10_prefill_grid(1, 8, 4, 32, 32768, 132, &u, &c, &t); /* 32 forked, one token each */
+  ck_assert_int_eq(u, 1);
+  ck_assert_int_eq(c, 16);
+  ck_assert_int_eq(t, 16);
+  l10_prefill_grid(1, 8, 4, 128, 32768, 132, &u, &c, &t); /* 4 tokens each: 512 rows */
+  ck_assert_int_eq(u, 4);
+  ck_assert_int_eq(c, 4);
+  ck_assert_int_eq(t, 64);
+  l10_prefill_grid(1, 8, 4, 128, 7168, 132, &u, &c, &t); /* 16 x 8 tokens over 7168 keys */
+  ck_assert_int_eq(u, 4);
+  ck_assert_int_eq(c, 4);
+  ck_assert_int_eq(t, 14);
+  for (int runs = 1; runs <= 9; runs += 4)
+    for (int kv = 1; kv <= 16; kv *= 4)
+      for (int q = 1; q <= 128; q += 41)
+        for (int keys = 8; keys <= 70000; keys = keys * 3 + 5)
+          for (int slots = 66; slots <= 264; slots *= 2) {
+            l10_prefill_grid(runs, kv, 8, q, keys, slots, &u, &c, &t);
+            const int all = (keys + 127) / 128, blocks = runs * kv * u;
+            ck_assert_int_eq(u, (8 * q + 127) / 128);
+            ck_assert(c >= 1 && t >= 1);
+            ck_assert_int_ge(c * t, all);       /* every tile in a chunk */
+            ck_assert_int_lt((c - 1) * t, all); /* the last chunk not empty */
+            if (blocks <= slots)
+              ck_assert_int_le(blocks * c, slots);
+            else
+              ck_assert_int_eq(c, 1);
+          }
+}
+END_TEST
+
 /* Version 3's CPU model (the plan, both passes, the merge) against the reference, on steps whose
  * first three sequences are forked from one prompt (their rows start with the first's 4 pages),
  * with the causal mask and with trees, at two chunks; with a gap between the rows of Q nothing is
@@ -1006,6 +1042,7 @@ int main(void) {
   tcase_add_test(tc, reference_matches_dense_brute_force);
   tcase_add_test(tc, cpu_model_matches_the_reference);
   tcase_add_test(tc, cascade_plan_finds_the_shared_pages);
+  tcase_add_test(tc, prefill_grid_covers_every_tile_once);
   tcase_add_test(tc, cascade_cpu_model_matches_the_reference);
   suite_add_tcase(s, tc);
   return attn_test_run(s, 0);
