@@ -39,8 +39,10 @@
 
 /* Lesson 05's version 5 without its kernel: the consumers' turns (overlap_turns()), the ring's
  * sizes (FA_*) and the PTX wrappers (USES 5). */
+/** Lesson 05's v5_overlap.cu without its kernel and launcher: the pieces its consumers use. */
 #define L05_OVERLAP_TURNS_ONLY
-#define FA_STAGES 3 /* a ring of three tiles: every tile comes from memory, none from L2 */
+/** A ring of three tiles, where version 5 has two: every tile comes from memory, none from L2. */
+#define FA_STAGES 3
 #include "v5_overlap.cu"
 
 #include "serving_decode.h"
@@ -67,13 +69,15 @@ typedef struct pf_args {
   const int *block_table; /**< [runs, max_blocks] its shared pages */
   float *part_o;          /**< [blocks, 128, HEAD_DIM]: O / l of every row of every block */
   float *part_lse;        /**< [blocks, 128]: its log-sum-exp, -inf where it saw no key */
-  int heads, kv_heads, max_blocks;
-  int shift;       /**< log2 of the page size */
-  int box_rows;    /**< key rows a TMA box brings: min(page size, 128) */
-  int units;       /**< 128-row units per KV head */
-  int n_chunks;    /**< chunks of the keys per (run, KV head, unit) */
-  int chunk_tiles; /**< 128-key tiles a chunk holds */
-  float scale_log2;
+  int heads;              /**< query heads */
+  int kv_heads;           /**< KV heads */
+  int max_blocks;         /**< block-table columns */
+  int shift;              /**< log2 of the page size */
+  int box_rows;           /**< key rows a TMA box brings: min(page size, 128) */
+  int units;              /**< 128-row units per KV head */
+  int n_chunks;           /**< chunks of the keys per (run, KV head, unit) */
+  int chunk_tiles;        /**< 128-key tiles a chunk holds */
+  float scale_log2;       /**< softmax scale x log2 e */
 } pf_args;
 
 /** The producer warp's share of one 128-key tile, already announced on @p bar: lane b < 128 /
