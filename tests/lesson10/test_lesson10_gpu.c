@@ -633,6 +633,7 @@ END_TEST
 typedef struct fork_case {
   step_case c;
   int fork[8], shared[8];
+  int parent[8]; /* the sequence b forked from (0 unless given): two families make two runs */
 } fork_case;
 
 static const struct {
@@ -642,54 +643,77 @@ static const struct {
      * 84 rows a KV head, two units), the fifth on its own */
     {{{32, 8, 128, 16, L10_MASK_CAUSAL, 5, 0, 0, {1000, 1200, 1100, 700, 300}, {1, 1, 3, 16, 2}},
       {0, 640, 640, 640, 0},
-      {640, 640, 640, 640, 0}},
+      {640, 640, 640, 640, 0},
+      {0}},
      {{32, 8, 128, 16, L10_MASK_CAUSAL, 5, 0, 0, {400, 500, 450, 350, 300}, {1, 1, 3, 16, 2}},
       {0, 320, 320, 320, 0},
-      {320, 320, 320, 320, 0}}},
+      {320, 320, 320, 320, 0},
+      {0}}},
     /* GQA 8:1, dim 64, pages of 8, token trees: 27 draft tokens over the shared pages (216 rows a
      * KV head, four units) */
     {{{16, 2, 64, 8, L10_MASK_TREE, 3, 0, 0, {600, 513, 2000}, {4, 16, 7}},
       {0, 496, 496},
-      {496, 496, 496}},
+      {496, 496, 496},
+      {0}},
      {{16, 2, 64, 8, L10_MASK_TREE, 3, 0, 0, {300, 260, 400}, {4, 16, 7}},
       {0, 240, 240},
-      {240, 240, 240}}},
+      {240, 240, 240},
+      {0}}},
     /* the second diverged early: the run shares only its 10 pages */
     {{{32, 8, 128, 16, L10_MASK_NONE, 3, 0, 0, {900, 900, 900}, {2, 2, 2}},
       {0, 160, 640},
-      {160, 160, 160}},
+      {160, 160, 160},
+      {0}},
      {{32, 8, 128, 16, L10_MASK_NONE, 3, 0, 0, {500, 500, 500}, {2, 2, 2}},
       {0, 160, 320},
-      {160, 160, 160}}},
+      {160, 160, 160},
+      {0}}},
     /* MQA 32:1, dim 64, pages of 32: 21 draft tokens, 672 rows over the shared pages */
-    {{{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {2000, 1500}, {16, 5}}, {0, 1024}, {1024, 1024}},
-     {{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {600, 500}, {16, 5}}, {0, 320}, {320, 320}}},
+    {{{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {2000, 1500}, {16, 5}}, {0, 1024}, {1024, 1024}, {0}},
+     {{32, 1, 64, 32, L10_MASK_NONE, 2, 0, 0, {600, 500}, {16, 5}}, {0, 320}, {320, 320}, {0}}},
     /* shared up to the draft tokens: the third's draft tokens start inside the 64th page, so the
      * run shares 63 pages (the second's own keys: the 64th page's 16 and its 4 draft tokens) */
     {{{32, 8, 128, 16, L10_MASK_CAUSAL, 3, 0, 0, {1040, 1028, 1035}, {8, 4, 16}},
       {0, 1024, 1024},
-      {1008, 1008, 1008}},
+      {1008, 1008, 1008},
+      {0}},
      {{32, 8, 128, 16, L10_MASK_CAUSAL, 3, 0, 0, {1040, 1028, 1035}, {8, 4, 16}},
       {0, 1024, 1024},
-      {1008, 1008, 1008}}},
+      {1008, 1008, 1008},
+      {0}}},
     /* dim 256, causal: two forked from the first (1 + 3 + 16 draft tokens over the shared pages) */
     {{{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {1000, 1100, 700}, {1, 3, 16}},
       {0, 640, 640},
-      {640, 640, 640}},
+      {640, 640, 640},
+      {0}},
      {{32, 8, 256, 16, L10_MASK_CAUSAL, 3, 0, 0, {400, 450, 350}, {1, 3, 16}},
       {0, 320, 320},
-      {320, 320, 320}}},
+      {320, 320, 320},
+      {0}}},
     /* pages of 256, larger than the prefix pass's 128-key tiles (a box reads half a page), no
      * mask: three forked from the first over its first two pages (one over its first) */
     {{{32, 8, 128, 256, L10_MASK_NONE, 3, 0, 0, {1000, 900, 800}, {1, 2, 1}},
       {0, 512, 512},
-      {512, 512, 512}},
+      {512, 512, 512},
+      {0}},
      {{32, 8, 128, 256, L10_MASK_NONE, 3, 0, 0, {400, 380, 300}, {1, 2, 1}},
       {0, 256, 256},
-      {256, 256, 256}}},
+      {256, 256, 256},
+      {0}}},
+    /* two families, 0-2 forked from 0 and 4 from 3, no mask: two prefix-pass runs over different
+     * shared keys (2048 and 800, not a tile multiple), so on lesson 05's version 5 the shorter
+     * run's later chunks hold no tile at all */
+    {{{32, 8, 128, 16, L10_MASK_NONE, 5, 0, 0, {3000, 2900, 2950, 1000, 1100}, {1, 2, 3, 4, 1}},
+      {0, 2048, 2048, 0, 800},
+      {2048, 2048, 2048, 800, 800},
+      {0, 0, 0, 0, 3}},
+     {{32, 8, 128, 16, L10_MASK_NONE, 5, 0, 0, {700, 650, 600, 400, 380}, {1, 2, 3, 4, 1}},
+      {0, 512, 512, 0, 304},
+      {512, 512, 512, 304, 304},
+      {0, 0, 0, 0, 3}}},
     /* nothing shared: one sequence, pages of 128 (the cascade is version 1's step) */
-    {{{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {4099}, {4}}, {0}, {0}},
-     {{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {517}, {4}}, {0}, {0}}},
+    {{{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {4099}, {4}}, {0}, {0}, {0}},
+     {{8, 4, 128, 128, L10_MASK_CAUSAL, 1, 0, 0, {517}, {4}}, {0}, {0}, {0}}},
 };
 #define N_FORKS ((int)(sizeof kForks / sizeof kForks[0]))
 
@@ -704,8 +728,11 @@ START_TEST(cascade_steps_match_the_reference) {
   draw(&g, c, c->lens, c->qlens, 4321u + (uint64_t)_i, 0);
   const int mb = g.st.max_blocks, bs = c->block_size;
   for (int b = 1; b < c->batch; ++b) { /* the fork: sequence 0's pages at the start of the row */
-    ck_assert_int_le(f->fork[b], c->lens[0] / bs * bs);
-    for (int j = 0; j < f->fork[b] / bs; ++j) g.table[(size_t)b * mb + j] = g.table[j];
+    const int pa = f->parent[b];
+    ck_assert_int_lt(pa, b);
+    ck_assert_int_le(f->fork[b], c->lens[pa] / bs * bs);
+    for (int j = 0; j < f->fork[b] / bs; ++j)
+      g.table[(size_t)b * mb + j] = g.table[(size_t)pa * mb + j];
   }
   l10_reference(&g.st, g.q, g.qs, g.ql, g.tree, g.k, g.v, g.table, g.lens, NULL, g.ref_o,
                 g.ref_lse);
