@@ -110,7 +110,8 @@ static __device__ __forceinline__ void pf_page(int *page, int *row0, const int *
  *
  *   block = ((run x n_chunks + c) x kv_heads + kvh) x units + u: the run's shared keys
  *   [c chunk_tiles 128, ...) for group rows [128 u, 128 u + 128) of KV head kvh
- *     producer warp, setmaxnreg 24: version 5's ring, each tile by pf_tile() (a box per page)
+ *     producer warp, setmaxnreg 24: version 5's ring, each tile a box per page, lane b looking up
+ *       and copying box b (pf_page(), pf_boxes())
  *     consumer warpgroup wg, setmaxnreg 240: its 64 rows of Q (cp.async, zeros past the run's
  *       rows); named barrier 3 + wg; version 5's turns (overlap_turns()), no mask but the chunk's
  *       end; O / l and the log-sum-exp of every row -> part_o, part_lse of this block
