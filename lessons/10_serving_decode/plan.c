@@ -132,6 +132,21 @@ cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
   (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
   return cudaErrorNotSupported;
 }
+cudaError_t l10_wg_after_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                             size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_wg_after_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
+cudaError_t l10_wg_after_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
+  (void)s, (void)o, (void)lse, (void)workspace, (void)workspace_bytes, (void)stream;
+  return cudaErrorNotSupported;
+}
 cudaError_t l10_wg_pair_d64(const l10_step *a, void *o_a, float *lse_a, void *ws_a,
                             size_t ws_a_bytes, const l10_step *b, void *o_b, float *lse_b,
                             void *ws_b, size_t ws_b_bytes, cudaStream_t stream) {
@@ -188,6 +203,15 @@ cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size
   if (s->dim == 64) return l10_wg_d64(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 128) return l10_wg_d128(s, o, lse, workspace, workspace_bytes, stream);
   if (s->dim == 256) return l10_wg_d256(s, o, lse, workspace, workspace_bytes, stream);
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t l10_wg_after(const l10_step *s, void *o, float *lse, void *workspace,
+                         size_t workspace_bytes, cudaStream_t stream) {
+  if (!s) return cudaErrorInvalidValue;
+  if (s->dim == 64) return l10_wg_after_d64(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 128) return l10_wg_after_d128(s, o, lse, workspace, workspace_bytes, stream);
+  if (s->dim == 256) return l10_wg_after_d256(s, o, lse, workspace, workspace_bytes, stream);
   return cudaErrorInvalidValue;
 }
 

@@ -123,6 +123,9 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               const __grid_constant__ CUtensorMap tm_v,  // the V pool, the same
               const __grid_constant__ pf_args a) {
   extern __shared__ unsigned char smem[];
+  /* The launch behind this one (version 3's suffix pass, l10_wg_after()) may start once every
+   * block of this grid has started: its blocks take what SMs this grid leaves free. */
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const uint32_t sQ_a = (smem_u32(smem) + 1023u) & ~1023u;  /* [panel][FA_BR][64] */
   const uint32_t sK_a = sQ_a + FA_Q_BYTES;                  /* [stage][panel][FA_BC][64] */
   const uint32_t sV_a = sK_a + FA_STAGES * FA_TILE_BYTES;   /* [stage][panel][FA_BC][64] */

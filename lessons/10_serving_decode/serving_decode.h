@@ -196,6 +196,19 @@ cudaError_t l10_wg_d128(const l10_step *s, void *o, float *lse, void *workspace,
 /** The same, head dimension 256. */
 cudaError_t l10_wg_d256(const l10_step *s, void *o, float *lse, void *workspace,
                         size_t workspace_bytes, cudaStream_t stream);
+/** Version 4 at head dimension 64 as a programmatic dependent launch behind the kernel before it
+ * on @p stream (version 3's suffix pass behind its prefix pass, which lets it launch from its
+ * start): its blocks may run beside that kernel's wherever an SM has room, and its last block
+ * waits for that kernel before it exits, so that whatever follows it on the stream may read the
+ * outputs of both. The same step, outputs, workspace and errors as l10_wg_d64(). */
+cudaError_t l10_wg_after_d64(const l10_step *s, void *o, float *lse, void *workspace,
+                             size_t workspace_bytes, cudaStream_t stream);
+/** The same, head dimension 128. */
+cudaError_t l10_wg_after_d128(const l10_step *s, void *o, float *lse, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+/** The same, head dimension 256. */
+cudaError_t l10_wg_after_d256(const l10_step *s, void *o, float *lse, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
 /** Two steps in one launch of version 4's kernel (version 3's passes): step @p a's blocks, then
  * step @p b's, each with its own outputs and workspace as l10_wg_d64() takes them (a's sized by
  * l10_wg_workspace_bytes(a), b's by l10_wg_workspace_bytes(b); the two must not overlap), then the
@@ -233,6 +246,9 @@ size_t l10_wg_workspace_bytes(const l10_step *s);
 /** Version 4 for head dimension s->dim (64, 128 or 256). */
 cudaError_t l10_wg(const l10_step *s, void *o, float *lse, void *workspace, size_t workspace_bytes,
                    cudaStream_t stream);
+/** Version 4 behind the kernel before it, head dimension s->dim (l10_wg_after_d64()). */
+cudaError_t l10_wg_after(const l10_step *s, void *o, float *lse, void *workspace,
+                         size_t workspace_bytes, cudaStream_t stream);
 /** Two steps in one launch of version 4 at head dimension a->dim (both steps' dim). */
 cudaError_t l10_wg_pair(const l10_step *a, void *o_a, float *lse_a, void *ws_a, size_t ws_a_bytes,
                         const l10_step *b, void *o_b, float *lse_b, void *ws_b, size_t ws_b_bytes,

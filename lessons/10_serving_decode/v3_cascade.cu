@@ -63,6 +63,16 @@
  * the pages by TMA; the suffix pass on version 4 in a launch of its own, and one merge of the
  * chunks' states with the suffix's (cascade_merge_chunks()). 1.02-1.22x the step before at the
  * cascade table's shapes, 0.092 ms at the shape above (docs/results/h200-l10zb-2026-11-28).
+ * Then the three launches as programmatic dependents: the prefix pass lets the next launch start
+ * as soon as all its blocks have started (griddepcontrol.launch_dependents), the suffix pass
+ * (l10_wg_after()) fills the SMs the prefix pass leaves free (its 128 blocks of a whole SM each at
+ * the shape above, on 132 SMs) and those its blocks free as they finish, its last block waits for
+ * the prefix pass before it exits, and the merge waits for the suffix pass (griddepcontrol.wait).
+ * Predicted: the launches' gaps and the prefix pass's tail, 3-7 microseconds, 1.03-1.08x.
+ * Measured (H200, 2026-11-28, docs/results/h200-l10pdl-2026-11-28, the tree and the change in
+ * turns, two rounds each): 1.05-1.06x at the shape above (0.0914-0.0918 ms to 0.0865-0.0866),
+ * 1.05x with 4 causal tokens, 1.05x at batch 16 with 7168 shared keys and 8 tokens, 1.08-1.09x at
+ * dim 64 and with 8192 shared keys.
  *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
  * from the first one's prompt: all but the last 1024 keys of the shortest sequence are shared;
@@ -126,6 +136,12 @@ static __global__ void cascade_merge_chunks(attn_bf16 *__restrict__ o, float *__
                                             const int *__restrict__ q_lens, int n_runs, int max_q,
                                             int heads, int kv_heads, int units, int n_chunks,
                                             int dim) {
+#if __CUDA_ARCH__ >= 900
+  /* A programmatic dependent launch behind the suffix pass (l10_cascade_run()): its blocks may be
+   * placed while the suffix pass's last blocks run, and wait here until that grid (whose last
+   * block waited for the prefix pass) has finished and its writes are visible. */
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   const int pairs = dim / 2;
   const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   const long long per_run = (long long)max_q * heads * pairs;
@@ -217,15 +233,24 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
     float *part_lse = (float *)(ws + (rows * c->suffix.dim * sizeof(float) + 255) / 256 * 256);
     ATTN_TRY(l10_prefill(&c->prefix, c->pf_pages, c->pf_units, c->pf_chunks, c->pf_tiles, part_o,
                          part_lse, stream));
-    ATTN_TRY(
-        (c->wg ? l10_wg : l10_draft)(&c->suffix, o, lse, ws + st, workspace_bytes - st, stream));
+    /* On version 4 the suffix pass runs behind the prefix pass, beside its blocks where an SM has
+     * room (the two passes read different pages and write different outputs), and the merge
+     * behind the suffix pass: both launches are programmatic dependents, whose waits order the
+     * merge after both passes. */
+    ATTN_TRY((c->wg ? l10_wg_after : l10_draft)(&c->suffix, o, lse, ws + st, workspace_bytes - st,
+                                                stream));
     const long long threads =
         (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads * (c->suffix.dim / 2);
-    cascade_merge_chunks<<<(unsigned)((threads + 255) / 256), 256, 0, stream>>>(
-        (attn_bf16 *)o, lse, part_o, part_lse, c->prefix.q_start, c->prefix.q_lens, c->prefix.batch,
-        c->prefix.max_q, c->prefix.heads, c->prefix.kv_heads, c->pf_units, c->pf_chunks,
-        c->suffix.dim);
-    ATTN_TRY_LAUNCH();
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg;
+    cfg.gridDim = dim3((unsigned)((threads + 255) / 256)), cfg.blockDim = dim3(256);
+    cfg.dynamicSmemBytes = 0, cfg.stream = stream, cfg.attrs = &attr, cfg.numAttrs = c->wg ? 1 : 0;
+    ATTN_TRY(cudaLaunchKernelEx(&cfg, cascade_merge_chunks, (attn_bf16 *)o, lse,
+                                (const float *)part_o, (const float *)part_lse, c->prefix.q_start,
+                                c->prefix.q_lens, c->prefix.batch, c->prefix.max_q, c->prefix.heads,
+                                c->prefix.kv_heads, c->pf_units, c->pf_chunks, c->suffix.dim));
     return cudaSuccess;
   }
   const int n = c->total_q * c->suffix.heads;

@@ -95,6 +95,8 @@
 #define WG_PER_SM WG_CAT(l10_wg_per_sm_d, HEAD_DIM)
 /** This build's two-step launcher: l10_wg_pair_d64(), _d128() or _d256(). */
 #define WG_PAIR WG_CAT(l10_wg_pair_d, HEAD_DIM)
+/** This build's launcher behind the kernel before it: l10_wg_after_d64(), _d128() or _d256(). */
+#define WG_AFTER WG_CAT(l10_wg_after_d, HEAD_DIM)
 /** Version 1's merge of the chunks, for this head dimension. */
 #define WG_MERGE WG_CAT(l10_draft_merge_d, HEAD_DIM)
 
@@ -349,6 +351,7 @@ typedef struct wg_part {
   int batch;              /**< sequences */
   int items;              /**< items of the grid */
   int blocks;             /**< items x kv_heads x units */
+  int after;              /**< 1: launched behind the kernel before it (l10_wg_after()) */
 } wg_part;
 
 /** The parts of one launch: a step's blocks (l10_wg()), or two steps' one after the other
@@ -524,10 +527,15 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
 }
 
 /** One block per (item, KV head, unit), one warpgroup: one step (l10_wg()). The part stays in
- * the kernel's parameter space (__grid_constant__), read where it is used. */
+ * the kernel's parameter space (__grid_constant__), read where it is used. Launched behind the
+ * kernel before it (l10_wg_after()), the grid's last block waits for that kernel before it exits:
+ * then this grid ends after it, and a launch behind this one may read both grids' outputs. The
+ * other blocks do not wait, so they run beside it wherever it leaves room. */
 static __global__ void __launch_bounds__(WG_THREADS, WG_MIN_BLOCKS)
     WG_KERNEL(const __grid_constant__ wg_parts parts) {
   wg_block(&parts.p[0], blockIdx.x);
+  if (parts.p[0].after && blockIdx.x + 1 == gridDim.x)
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 }
 
 /** The same for two steps in one launch (l10_wg_pair()): part 0's blocks, then part 1's; each
@@ -585,6 +593,7 @@ static cudaError_t wg_part_make(const l10_step *st, void *o, float *lse, void *w
   p->max_seq_kv = st->max_seq_kv, p->max_blocks = st->max_blocks, p->shift = shift;
   p->mask = (int)st->mask, p->scale_log2 = st->scale * WG_LOG2E;
   p->units = units, p->batch = st->batch, p->items = items, p->blocks = (int)blocks;
+  p->after = 0;
   return cudaSuccess;
 }
 
@@ -600,6 +609,22 @@ static cudaError_t wg_launch(const l10_step *sa, const wg_part *a, int here_a, c
     ATTN_TRY(cudaFuncSetAttribute(WG_PAIR_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   WG_SMEM_BYTES));
     smem_set = 1;
+  }
+  if (a->after) { /* one step, a programmatic dependent launch (l10_wg_after()) */
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg;
+    cfg.gridDim = dim3((unsigned)a->blocks), cfg.blockDim = dim3(WG_THREADS);
+    cfg.dynamicSmemBytes = WG_SMEM_BYTES, cfg.stream = stream, cfg.attrs = &attr, cfg.numAttrs = 1;
+    wg_parts parts;
+    memset(&parts, 0, sizeof parts);
+    parts.p[0] = *a;
+    ATTN_TRY(cudaLaunchKernelEx(&cfg, WG_KERNEL, parts));
+    if (a->items > sa->batch && !here_a)
+      ATTN_TRY(WG_MERGE(sa, a->part_o, a->part_lse, (const int *)a->plan, a->o, a->lse, a->units,
+                        stream));
+    return cudaSuccess;
   }
   wg_parts parts;
   parts.p[0] = *a, parts.p[1] = *b;
@@ -617,19 +642,33 @@ static cudaError_t wg_launch(const l10_step *sa, const wg_part *a, int here_a, c
   return cudaSuccess;
 }
 
+/** One step: its part, then its launch (@p after: behind the kernel before it). */
+static cudaError_t wg_one(const l10_step *st, void *o, float *lse, void *workspace,
+                          size_t workspace_bytes, int after, cudaStream_t stream) {
+  wg_part a, none;
+  int here = 0;
+  /* a step it refuses is the caller's answer, as version 1's launcher gives it: no report */
+  const cudaError_t e = wg_part_make(st, o, lse, workspace, workspace_bytes, &a, &here);
+  if (e != cudaSuccess) return e;
+  a.after = after;
+  memset(&none, 0, sizeof none);
+  return wg_launch(st, &a, here, NULL, &none, 0, stream);
+}
+
 /** The launcher, l10_wg_d64(), _d128() or _d256(): version 1's grid, its items for version 4's
  * blocks per SM (l10_wg_items(), l10_wg_workspace_bytes()); the chunks merged as version 1
  * merges them (inside the kernel with few rows, else version 1's merge kernel after it). See
  * serving_decode.h. */
 extern "C" cudaError_t WG_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {
-  wg_part a, none;
-  int here = 0;
-  /* a step it refuses is the caller's answer, as version 1's launcher gives it: no report */
-  const cudaError_t e = wg_part_make(st, o, lse, workspace, workspace_bytes, &a, &here);
-  if (e != cudaSuccess) return e;
-  memset(&none, 0, sizeof none);
-  return wg_launch(st, &a, here, NULL, &none, 0, stream);
+  return wg_one(st, o, lse, workspace, workspace_bytes, 0, stream);
+}
+
+/** The same behind the kernel before it on @p stream, l10_wg_after_d64(), _d128() or _d256(): see
+ * serving_decode.h. */
+extern "C" cudaError_t WG_AFTER(const l10_step *st, void *o, float *lse, void *workspace,
+                                size_t workspace_bytes, cudaStream_t stream) {
+  return wg_one(st, o, lse, workspace, workspace_bytes, 1, stream);
 }
 
 /** Two steps in one launch, l10_wg_pair_d64(), _d128() or _d256(): see serving_decode.h. */
