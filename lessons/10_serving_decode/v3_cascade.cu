@@ -71,7 +71,7 @@
  * Predicted: the launches' gaps and the prefix pass's tail, 3-7 microseconds, 1.03-1.08x.
  * Measured (H200, 2026-11-28, docs/results/h200-l10pdl-2026-11-28, the tree and the change in
  * turns, two rounds each): 1.05-1.06x at the shape above (0.0914-0.0918 ms to 0.0865-0.0866),
- * 1.05x with 4 causal tokens, 1.05x at batch 16 with 7168 shared keys and 8 tokens, 1.08-1.09x at
+ * 1.05x with 4 causal tokens, 1.05x at batch 16 with 7168 shared keys and 8 tokens, 1.08x at
  * dim 64 and with 8192 shared keys.
  *
  * Run: `./run 4 --batch 32 --kv-seq 33792 --seq 1` (the program forks every sequence of the step
