@@ -102,6 +102,7 @@
 #include "attn_cuda.cuh"
 #include "flash_decoding.h" /* lesson 06: the split plan and the combine (USES 6) */
 #include "merge_device.cuh" /* the chunks' merge, inside the kernel */
+#include "pdl_launch.cuh"   /* the merge kernel's launch behind the main kernel */
 #include "ptx.cuh"          /* lesson 04: one function per PTX instruction (USES 4) */
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
@@ -785,10 +786,9 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
                                        int units, cudaStream_t stream) {
   const size_t n_units = (size_t)st->batch * st->kv_heads * units;
   const long long cblocks = (long long)n_units * (FD_ROWS * FD_C4 / L06_THREADS);
-  /* On sm_90 the merge is a programmatic dependent launch: the GPU may start placing its blocks
-   * before the main kernel (the launch before it on the stream) has finished, and the kernel's
-   * griddepcontrol.wait holds them until it has. That hides the launch's latency between the two
-   * kernels; in a CUDA graph the edge is kept as a programmatic one. */
+  /* On sm_90 the merge is a programmatic dependent launch (pdl_launch.cuh): its blocks may be
+   * placed before the main kernel (the launch before it on the stream) has finished, and the
+   * kernel's griddepcontrol.wait holds them until it has. */
   static int pdl = -1; /* asked once, before any capture (the launchers' first call) */
   if (pdl < 0) {
     int dev = 0, major = 0;
@@ -797,12 +797,8 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
     pdl = major >= 9;
   }
   cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg;
-  cfg.gridDim = dim3((unsigned)cblocks), cfg.blockDim = dim3(L06_THREADS);
-  cfg.dynamicSmemBytes = 0, cfg.stream = stream;
-  cfg.attrs = &attr, cfg.numAttrs = pdl ? 1 : 0;
+  const cudaLaunchConfig_t cfg =
+      l10_launch_config(dim3((unsigned)cblocks), dim3(L06_THREADS), 0, stream, pdl, &attr);
   /* The C form of the launch: the kernel's address and an array of pointers to its arguments. */
   attn_bf16 *o16 = (attn_bf16 *)o;
   const int2 *plan2 = (const int2 *)plan;

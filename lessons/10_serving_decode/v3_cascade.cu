@@ -84,6 +84,7 @@
 #include <math.h>
 
 #include "attn_cuda.cuh"
+#include "pdl_launch.cuh" /* the suffix pass and the merge behind the pass before each */
 #include "serving_decode.h"
 
 /** Bytes from the start of the workspace to the passes' own workspace: the prefix pass's O (bf16)
@@ -242,11 +243,8 @@ extern "C" cudaError_t l10_cascade_run(const l10_cascade *c, void *o, float *lse
     const long long threads =
         (long long)c->prefix.batch * c->prefix.max_q * c->prefix.heads * (c->suffix.dim / 2);
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg;
-    cfg.gridDim = dim3((unsigned)((threads + 255) / 256)), cfg.blockDim = dim3(256);
-    cfg.dynamicSmemBytes = 0, cfg.stream = stream, cfg.attrs = &attr, cfg.numAttrs = c->wg ? 1 : 0;
+    const cudaLaunchConfig_t cfg = l10_launch_config(dim3((unsigned)((threads + 255) / 256)),
+                                                     dim3(256), 0, stream, c->wg, &attr);
     ATTN_TRY(cudaLaunchKernelEx(&cfg, cascade_merge_chunks, (attn_bf16 *)o, lse,
                                 (const float *)part_o, (const float *)part_lse, c->prefix.q_start,
                                 c->prefix.q_lens, c->prefix.batch, c->prefix.max_q, c->prefix.heads,

@@ -53,6 +53,7 @@
 #include "flash_decoding.h" /* lesson 06: the split plan (USES 6) */
 #include "hopper.cuh"       /* lesson 05: wgmma and its descriptors (USES 5) */
 #include "merge_device.cuh" /* the chunks' merge, inside the kernel (version 1's) */
+#include "pdl_launch.cuh"   /* the launch behind the cascade's prefix pass */
 #include "serving_decode.h"
 #include "split_device.cuh" /* the split of the keys into the grid's items, on the device */
 
@@ -612,11 +613,8 @@ static cudaError_t wg_launch(const l10_step *sa, const wg_part *a, int here_a, c
   }
   if (a->after) { /* one step, a programmatic dependent launch (l10_wg_after()) */
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg;
-    cfg.gridDim = dim3((unsigned)a->blocks), cfg.blockDim = dim3(WG_THREADS);
-    cfg.dynamicSmemBytes = WG_SMEM_BYTES, cfg.stream = stream, cfg.attrs = &attr, cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = l10_launch_config(dim3((unsigned)a->blocks), dim3(WG_THREADS),
+                                                     WG_SMEM_BYTES, stream, 1, &attr);
     wg_parts parts;
     memset(&parts, 0, sizeof parts);
     parts.p[0] = *a;
