@@ -13,7 +13,7 @@
  * groups: no block reads more than about 2 sqrt(n) states (12 at n = 33), and the groups' merges
  * run side by side on different SMs. Up to L10_MERGE_ONE chunks there is one group: the last block
  * merges them all, as in lesson 07, without the second level's fence, count and second merge.
- * Measured against one level (the README's version 4 section): faster from about 32 chunks (8k
+ * Measured against one level (NOTES.md, "The merge at batch 1"): faster from about 32 chunks (8k
  * keys and more at batch 1), slower at 16 (4k keys, short chunks that end together, so that the
  * second level's fence, count and loads are added to the step's end instead of hidden).
  *
@@ -176,7 +176,8 @@ static __device__ __noinline__ void l10_merge_chunks(
  * most L10_MERGE_THREADS: one token at 32/8 heads and dim 128, two at dim 64). A block's merge
  * goes a row element at a time per thread, each a round trip to L2, so that with more rows a
  * merge kernel, which gives every element its own thread, is faster (measured: the README's
- * version 4 section). From the limits alone, so that a captured graph keeps it. */
+ * version 4 section, NOTES.md's "The merge at batch 1"). From the limits alone, so that a captured
+ * graph keeps it. */
 static inline __host__ __device__ int l10_merge_here(int heads, int kv_heads, int max_q) {
   const int rows = heads / kv_heads * max_q;
   return (rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 <= L10_MERGE_THREADS;
