@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 11
+#define L05_VERSIONS 12
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -289,6 +289,34 @@ cudaError_t l05_fp8p_attention(const void *workspace, size_t workspace_bytes, vo
 
 /** Version 7's conversion, then version 11's kernel (what the harness times for version 11). */
 cudaError_t l05_fp8p_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 with Q converted in the kernel (version 12, head dimension 128)
+ * Version 12 is version 11 reading Q in bf16: each consumer warp converts its 16 rows of the Q tile
+ * into e4m3 in shared memory, with a power-of-two scale of their own. Its workspace holds K and V
+ * alone (version 7's layout with no Q rows), which its conversion fills. Its scheduler's counter is
+ * its own, one per device, as version 11's.
+ *  @{ */
+/** Version 12's workspace bytes: K and V in e4m3 and their descales; 0 for a shape the FP8
+ * versions refuse. */
+size_t l05_fp8q_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Version 12's conversion: K and V as version 7 converts them; @p q is not read. */
+cudaError_t l05_fp8q_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 12's attention kernel on the bf16 @p q and a workspace l05_fp8q_quantize() filled. @p q
+ * and @p o must be 16-byte aligned (cudaErrorInvalidValue otherwise). */
+cudaError_t l05_fp8q_attention(const void *q, const void *workspace, size_t workspace_bytes,
+                               void *o, float *lse, int batch, int heads, int kv_heads, int seq_q,
+                               int seq_kv, int dim, int causal, float scale, cudaStream_t stream);
+
+/** Version 12's conversion of K and V, then its kernel (what the harness times for version 12). */
+cudaError_t l05_fp8q_forward(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                              int causal, float scale, void *workspace, size_t workspace_bytes,
                              cudaStream_t stream);

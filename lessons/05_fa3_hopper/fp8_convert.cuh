@@ -1,7 +1,7 @@
 /** @file
- * @brief The steps both FP8 conversions share (fp8_quant.cu, version 6; fp8_quant_tiles.cu, version
- * 7): the largest |x| of 8 bf16 values, 8 bf16 values scaled into e4m3, and the transposed write of
- * a staged V tile.
+ * @brief The steps the FP8 conversions share (fp8_quant.cu, version 6; fp8_quant_tiles.cu, version
+ * 7; version 12's kernel, which converts Q itself): the largest |x| of 8 bf16 values, a tile's
+ * power-of-two scale, 8 bf16 values scaled into e4m3, and the transposed write of a staged V tile.
  */
 #ifndef L05_FP8_CONVERT_CUH
 #define L05_FP8_CONVERT_CUH
@@ -24,6 +24,22 @@ static __device__ __forceinline__ float l05_absmax8(uint4 c) {
     m = fmaxf(m, fabsf(__uint_as_float(w[j] & 0xFFFF0000u)));
   }
   return m;
+}
+
+/** The scale of a tile whose largest |x| is `amax`: the largest power of two f with amax f <= 448,
+ * so that the tile's values land in (224, 448] at the top of e4m3's range. A power of two, because
+ * multiplying by it and by its inverse is exact: the scale adds no rounding of its own. An all-zero
+ * tile takes 1. The exponent stays within [-126, 126], so that f and 1 / f are normal floats. */
+static __device__ __forceinline__ int l05_tile_exponent(float amax) {
+  if (!(amax > 0.f)) return 0;
+  const float f = L05_FP8_MAX / amax;                     /* inf when amax is tiny: clamped below */
+  int e = (int)((__float_as_uint(f) >> 23) & 0xFF) - 127; /* floor(log2 f) for a normal f */
+  return min(126, max(-126, e));
+}
+
+/** 2^e for e in [-126, 126]. */
+static __device__ __forceinline__ float l05_pow2f(int e) {
+  return __uint_as_float((uint32_t)(e + 127) << 23);
 }
 
 /** 8 bf16 values times `f`, rounded to e4m3 (saturating) and packed into 8 bytes, in order. */

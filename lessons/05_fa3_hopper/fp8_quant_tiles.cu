@@ -16,22 +16,6 @@
 #define QT_THREADS 256
 /** Chunks of 8 values per thread. */
 #define QT_CHUNKS (L05_FP8_KEY_PAD * 16 / QT_THREADS)
-/** The scale of a tile whose largest |x| is `amax`: the largest power of two f with amax f <= 448,
- * so that the tile's values land in (224, 448] at the top of e4m3's range. A power of two, because
- * multiplying by it and by its inverse is exact: the scale adds no rounding of its own. An all-zero
- * tile takes 1. The exponent stays within [-126, 126], so that f and 1 / f are normal floats. */
-static __device__ __forceinline__ int tile_exponent(float amax) {
-  if (!(amax > 0.f)) return 0;
-  const float f = L05_FP8_MAX / amax;                     /* inf when amax is tiny: clamped below */
-  int e = (int)((__float_as_uint(f) >> 23) & 0xFF) - 127; /* floor(log2 f) for a normal f */
-  return min(126, max(-126, e));
-}
-
-/** 2^e for e in [-126, 126]. */
-static __device__ __forceinline__ float pow2f(int e) {
-  return __uint_as_float((uint32_t)(e + 127) << 23);
-}
-
 /** The block's largest |x|: each warp's by shuffles, then the 8 warps' through shared memory. */
 static __device__ __forceinline__ float block_max(float m, float *red) {
 #pragma unroll
@@ -59,9 +43,9 @@ static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x,
     c[u] = r0 + i < seq ? *(const uint4 *)(x + at) : make_uint4(0, 0, 0, 0);
     m = fmaxf(m, l05_absmax8(c[u]));
   }
-  const int e = tile_exponent(block_max(m, red));
-  const float f = pow2f(e);
-  if (threadIdx.x == 0) *ds = pow2f(-e);
+  const int e = l05_tile_exponent(block_max(m, red));
+  const float f = l05_pow2f(e);
+  if (threadIdx.x == 0) *ds = l05_pow2f(-e);
 #pragma unroll
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int i = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
@@ -70,35 +54,59 @@ static __device__ __forceinline__ void qk_tile(const attn_bf16 *__restrict__ x,
   }
 }
 
-/** One tile of V: keys k0 .. k0 + 127 of kv head `kvh`, staged in shared memory, then written
- * transposed (one 128-byte row per head-dimension index, keys permuted by l05_fp8_key()) with the
- * tile's own scale; keys past seq_kv become zeros. */
+/** One tile of V: keys k0 .. k0 + 127 of kv head `kvh`, written transposed (one 128-byte row per
+ * head-dimension index, keys permuted by l05_fp8_key()) with the tile's own scale; keys past seq_kv
+ * become zeros. No staging in shared memory: a word of the output holds one dim of the four keys
+ * 2 t, 2 t + 1, 2 t + 8, 2 t + 9 of a group of 16 (quad 4 G + t, for group G), so a thread loads
+ * those four keys, 8 dims of each (one 16-byte chunk per key), and turns the 4 x 8 codes into 8
+ * words with byte permutes. Each thread takes two (quad, 8-dim chunk) items; a warp's lanes are 8
+ * quads by 4 chunks, so that one load reads 64 contiguous bytes of 8 keys and one store writes 32
+ * contiguous bytes (8 words) of 4 dim rows: whole sectors both ways. */
 static __device__ __forceinline__ void v_tile(const attn_bf16 *__restrict__ v,
                                               uint32_t *__restrict__ vt, float *__restrict__ ds,
                                               int b, int kvh, int kv_heads, int seq_kv, int seq_pad,
-                                              int k0, attn_bf16 *tile, float *red) {
-  uint4 c[QT_CHUNKS];
+                                              int k0, float *red) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int quad = (warp & 3) * 8 + (lane & 7);       /* 0 .. 31: word `quad` of each dim row */
+  const int ch0 = (warp >> 2) * 4 + (lane >> 3);      /* 0 .. 7, and ch0 + 8: dims 8 ch .. + 7 */
+  const int key0 = (quad >> 2) * 16 + 2 * (quad & 3); /* keys key0, + 1, + 8, + 9 */
+  const size_t row = (size_t)kv_heads * 128;          /* one key further in V */
+  const attn_bf16 *src = v + ((size_t)b * seq_kv + k0 + key0) * row + (size_t)kvh * 128 + 8 * ch0;
+  uint4 c[2][4];
   float m = 0.f;
 #pragma unroll
-  for (int u = 0; u < QT_CHUNKS; ++u) {
-    const int key = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
-    c[u] = k0 + key < seq_kv
-               ? *(const uint4 *)(v + (((size_t)b * seq_kv + k0 + key) * kv_heads + kvh) * 128 + d0)
-               : make_uint4(0, 0, 0, 0);
-    m = fmaxf(m, l05_absmax8(c[u]));
-  }
+  for (int u = 0; u < 4; ++u) { /* all loads first: 8 x 16 bytes in flight per thread */
+    const int dk = (u & 1) + 8 * (u >> 1);
+    const bool in = k0 + key0 + dk < seq_kv;
 #pragma unroll
-  for (int u = 0; u < QT_CHUNKS; ++u) {
-    const int key = (threadIdx.x + u * QT_THREADS) >> 4, d0 = (threadIdx.x & 15) * 8;
-    const uint32_t w[4] = {c[u].x, c[u].y, c[u].z, c[u].w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) *(uint32_t *)&tile[key * L05_VT_ROW + d0 + 2 * j] = w[j];
+    for (int it = 0; it < 2; ++it) {
+      c[it][u] = in ? *(const uint4 *)(src + dk * row + 64 * it) : make_uint4(0, 0, 0, 0);
+      m = fmaxf(m, l05_absmax8(c[it][u]));
+    }
   }
-  const int e = tile_exponent(block_max(m, red)); /* its barrier also publishes the staged tile */
-  const float f = pow2f(e);
-  if (threadIdx.x == 0) *ds = pow2f(-e);
-  l05_write_vt(tile, vt + (((size_t)b * kv_heads + kvh) * 128) * (seq_pad / 4) + k0 / 4, seq_pad, f,
-               QT_THREADS);
+  const int e = l05_tile_exponent(block_max(m, red));
+  const float f = l05_pow2f(e);
+  if (threadIdx.x == 0) *ds = l05_pow2f(-e);
+  const uint32_t rs = (uint32_t)seq_pad / 4; /* words per dim row */
+  uint32_t *out = vt + ((size_t)b * kv_heads + kvh) * 128 * rs + k0 / 4 + quad;
+#pragma unroll
+  for (int it = 0; it < 2; ++it) {
+    uint2 x[4]; /* key u's 8 codes: dims 8 ch .. 8 ch + 3 in .x, the next 4 in .y, lowest first */
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x[u] = l05_e4m3x8(c[it][u], f);
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const uint32_t k_a = hf ? x[0].y : x[0].x, k_b = hf ? x[1].y : x[1].x;
+      const uint32_t k_c = hf ? x[2].y : x[2].x, k_d = hf ? x[3].y : x[3].x;
+      const uint32_t ab01 = __byte_perm(k_a, k_b, 0x5140), ab23 = __byte_perm(k_a, k_b, 0x7362);
+      const uint32_t cd01 = __byte_perm(k_c, k_d, 0x5140), cd23 = __byte_perm(k_c, k_d, 0x7362);
+      const uint32_t w[4] = {__byte_perm(ab01, cd01, 0x5410), __byte_perm(ab01, cd01, 0x7632),
+                             __byte_perm(ab23, cd23, 0x5410), __byte_perm(ab23, cd23, 0x7632)};
+      const int d0 = 8 * (ch0 + 8 * it) + 4 * hf;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[(uint32_t)(d0 + j) * rs] = w[j];
+    }
+  }
 }
 
 /** One launch for the three tensors: blockIdx.x counts Q's tiles (head-major), then K's, then V's;
@@ -107,7 +115,6 @@ static __global__ void __launch_bounds__(QT_THREADS)
     l05_quant_tiles_kernel(const attn_bf16 *__restrict__ q, const attn_bf16 *__restrict__ k,
                            const attn_bf16 *__restrict__ v, unsigned char *__restrict__ ws,
                            l05_fp8_layout l, int heads, int kv_heads, int seq_q, int seq_kv) {
-  __shared__ attn_bf16 tile[L05_FP8_KEY_PAD * L05_VT_ROW];
   __shared__ float red[QT_THREADS / 32];
   const int b = blockIdx.y;
   int t = blockIdx.x;
@@ -126,7 +133,7 @@ static __global__ void __launch_bounds__(QT_THREADS)
     qk_tile(k, (uint2 *)(ws + l.k), rec, b, kvh, kv_heads, seq_kv, j * L05_FP8_KEY_PAD, red);
   } else {
     v_tile(v, (uint32_t *)(ws + l.vt), rec + 1, b, kvh, kv_heads, seq_kv, l.seq_pad,
-           j * L05_FP8_KEY_PAD, tile, red);
+           j * L05_FP8_KEY_PAD, red);
   }
 }
 
@@ -148,6 +155,33 @@ extern "C" cudaError_t l05_fp8t_quantize(const void *q, const void *k, const voi
   l05_quant_tiles_kernel<<<dim3((unsigned)blocks, batch), QT_THREADS, 0, stream>>>(
       (const attn_bf16 *)q, (const attn_bf16 *)k, (const attn_bf16 *)v, (unsigned char *)workspace,
       l, heads, kv_heads, seq_q, seq_kv);
+  ATTN_TRY_LAUNCH();
+  return cudaSuccess;
+}
+
+/* Version 12's conversion: K and V alone (its kernel converts Q itself), into a workspace laid out
+ * for no Q rows (l05_fp8_layout_of() with seq_q = 0: no Q, no Q descales), by the same kernel,
+ * whose grid then starts at K's tiles. */
+extern "C" size_t l05_fp8q_workspace_bytes(int batch, int heads, int kv_heads, int seq_q,
+                                           int seq_kv, int dim) {
+  if (l05_fp8_workspace_bytes(batch, heads, kv_heads, seq_q, seq_kv, dim) == 0) return 0;
+  return l05_fp8_layout_of(batch, heads, kv_heads, 0, seq_kv, dim).bytes; /* no Q rows */
+}
+
+extern "C" cudaError_t l05_fp8q_quantize(const void *q, const void *k, const void *v, int batch,
+                                         int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                                         void *workspace, size_t workspace_bytes,
+                                         cudaStream_t stream) {
+  (void)q;
+  ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
+  if (dim != 128) return cudaErrorInvalidValue;
+  const l05_fp8_layout l = l05_fp8_layout_of(batch, heads, kv_heads, 0, seq_kv, dim);
+  if (!workspace || workspace_bytes < l.bytes) return cudaErrorInvalidValue;
+  const long long blocks = 2LL * kv_heads * l.kv_tiles;
+  if (blocks > INT_MAX || batch > 65535) return cudaErrorInvalidConfiguration;
+  l05_quant_tiles_kernel<<<dim3((unsigned)blocks, batch), QT_THREADS, 0, stream>>>(
+      NULL, (const attn_bf16 *)k, (const attn_bf16 *)v, (unsigned char *)workspace, l, heads,
+      kv_heads, 0, seq_kv);
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }

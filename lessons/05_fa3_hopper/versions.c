@@ -18,13 +18,12 @@ typedef struct l05_fp8_entry {
 } l05_fp8_entry;
 
 /* The FP8 versions: 6 (a scale per tensor), 7 (a scale per tile), 10 (7's workspace, the
- * exponentials taking turns) and 11 (10 in persistent blocks). They take a workspace, so they are
- * not in kLaunch. */
-static const l05_fp8_entry kFp8[4] = {
-    {l05_fp8_workspace_bytes, l05_fp8_forward},
-    {l05_fp8t_workspace_bytes, l05_fp8t_forward},
-    {l05_fp8t_workspace_bytes, l05_fp8w_forward},
-    {l05_fp8t_workspace_bytes, l05_fp8p_forward},
+ * exponentials taking turns), 11 (10 in persistent blocks) and 12 (11 converting Q itself). They
+ * take a workspace, so they are not in kLaunch. */
+static const l05_fp8_entry kFp8[5] = {
+    {l05_fp8_workspace_bytes, l05_fp8_forward},   {l05_fp8t_workspace_bytes, l05_fp8t_forward},
+    {l05_fp8t_workspace_bytes, l05_fp8w_forward}, {l05_fp8t_workspace_bytes, l05_fp8p_forward},
+    {l05_fp8q_workspace_bytes, l05_fp8q_forward},
 };
 
 /* Version @p version's FP8 entry points, or NULL for a bf16 version. */
@@ -38,6 +37,8 @@ static const l05_fp8_entry *fp8_entry(int version) {
       return &kFp8[2];
     case 11:
       return &kFp8[3];
+    case 12:
+      return &kFp8[4];
     default:
       return NULL;
   }
@@ -55,6 +56,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {l05_three_d64, NULL},
     {l05_persist_d64, NULL},
+    {NULL, NULL},
     {NULL, NULL},
     {NULL, NULL},
 };
@@ -96,8 +98,9 @@ static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream
                 p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
 }
 
-/* Versions 6, 7, 10 and 11 share one workspace layout (fp8_workspace.cuh): the harness asks once
- * per row, without the version's number, so all give the same bytes. */
+/* Versions 6, 7, 10 and 11 share one workspace layout (fp8_workspace.cuh), and version 12's is the
+ * same with no Q rows, so smaller: the harness asks once per row, without the version's number,
+ * and the largest serves them all. */
 static size_t fp8_workspace(const attn_problem *p) {
   return l05_fp8_workspace_bytes(p->batch, p->heads, p->kv_heads, p->seq_q, p->seq_kv, p->dim);
 }
@@ -216,6 +219,17 @@ static const attn_version kVersions[L05_ROWS] = {
      .workspace = fp8_workspace},
     {.name = "fp8-persistent",
      .summary = "+ version 9's scheduler: one block per SM taking Q tiles from a counter",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
+    {.name = "fp8-q-in-kernel",
+     .summary = "+ Q converted to e4m3 inside the kernel, one scale per warp's rows; the pass "
+                "converts K and V only",
      .kind = ATTN_DENSE,
      .dtype = ATTN_BF16,
      .min_sm = 90,

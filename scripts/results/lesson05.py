@@ -14,7 +14,8 @@ L05_COLS = ((128, 0), (128, 1), (64, 0), (64, 1))
 L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
                 ("fp8-tiles", "fp8t-kernel-only", "fp8t-convert"),
                 ("fp8-wide", "fp8w-kernel-only", None),
-                ("fp8-persistent", "fp8p-kernel-only", None))
+                ("fp8-persistent", "fp8p-kernel-only", None),
+                ("fp8-q-in-kernel", "fp8q-kernel-only", "fp8q-convert"))
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
@@ -257,8 +258,10 @@ def r_l05_peers(a, ctx):
         words.append(f"version {v}'s at {span(min(gb), max(gb), 0)} GB/s" +
                      (f" ({span(min(pb), max(pb), 0)}% of HBM)" if pb else ""))
     if words:
+        kv = (f"; version {number.get('fp8-q-in-kernel', '?')}'s over K and V alone, its kernel "
+              "converting Q" if "fp8-q-in-kernel" in conv else "")
         out.append("The conversions alone, counting the 3 bytes a value any conversion moves (bf16 "
-                   "read once, e4m3 written once), seq 512-16k: " + "; ".join(words) + ".")
+                   f"read once, e4m3 written once{kv}), seq 512-16k: " + "; ".join(words) + ".")
     return "\n".join(out).rstrip()
 
 
