@@ -1,6 +1,7 @@
 /* Lesson 05, version 7's conversion: bf16 Q, K, V to e4m3 in one pass, one power-of-two scale per
  * tile of 128 rows (the tiles the attention kernel loads), V transposed and its keys permuted as in
- * version 6 (fp8_workspace.cuh); then the flat entry points of version 7.
+ * version 6 (fp8_workspace.cuh), in registers (v_tile()); then the flat entry points of version 7,
+ * and version 12's pass, the same kernel over K and V alone.
  *
  * Version 6 needs each tensor's largest |x| before it can convert a single value, so it reads Q, K
  * and V twice. Here a block owns one tile: it loads the tile, reduces the tile's largest |x|, picks

@@ -26,6 +26,15 @@
  * about 100 instructions per thread per item, against 16-64 KV tiles of about 4000 cycles each at
  * seq 4k-16k), so end to end 1.03-1.06x version 11 at seq 2k-8k and about 1.01x at 16k.
  *
+ * Measured: NVIDIA H200, 2026-11-28 (docs/results/h200-l05m-2026-11-28, v12-call2.log, four rounds
+ * in turns, 16k tokens, 16 heads): the pass 0.053-0.056 ms against 0.075-0.079; the kernel alone
+ * 0.95-1.00x version 11's; end to end 1.00-1.08x version 11 (1.002x at seq 4k without the mask).
+ * The kernel lost more than predicted: without the conversion (a timing-only form, wrong output)
+ * it ran at 1.003-1.009x version 11, so the load and the barriers are free and the conversion's
+ * arithmetic on the chain costs 2-3.5% at seq 2k-4k. In the bench of that archive: end to end
+ * 1.22-1.34x version 5 at seq 4k-16k, 1.20-1.26x with the mask (version 11: 1.16-1.35x and
+ * 1.15-1.22x); `./run` at the default shape 845.6 TFLOP/s against version 5's 694.8.
+ *
  * Run: `./run 12` (dim 128, 16 heads, batch 4, seq 4096; the time includes the K and V pass).
  */
 // clang-format on

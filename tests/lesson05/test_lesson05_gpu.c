@@ -51,8 +51,8 @@ static const struct {
     {{1, 2, 2, 333, 777, 128, 1}, {1, 2, 2, 150, 555, 128, 1}, NULL},
     /* version 10's tiles of 256 keys: the second tile holds one key, its second half none */
     {{1, 2, 1, 300, 257, 128, 0}, {1, 2, 1, 300, 257, 128, 0}, NULL},
-    /* version 11's blocks take several items each from its counter (560 items at full size, 280
-     * sanitizer-sized, causal) */
+    /* versions 11 and 12's blocks take several items each from their counters (560 items at full
+     * size, 280 sanitizer-sized, causal) */
     {{2, 70, 10, 400, 383, 128, 0}, {1, 140, 140, 200, 130, 128, 1}, NULL},
     /* more work items (Q tile, head, sequence) than an H200 has SMs: blocks in several waves,
      * some with no key to see (causal, q_len > kv_len); the size is the case */
