@@ -227,7 +227,9 @@ cudaError_t l05_fp8_forward(const void *q, const void *k, const void *v, void *o
 /** Workspace bytes version 7 needs for a shape (0 for a shape it cannot run, as version 6). */
 size_t l05_fp8t_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
 
-/** Quantise bf16 Q, K, V into @p workspace with a scale per tile, in one launch. */
+/** Quantise bf16 Q, K, V into @p workspace with a scale per tile, in one launch. The tiles are
+ * loaded with TMA: @p q, @p k and @p v must be 16-byte aligned (cudaErrorInvalidValue otherwise).
+ */
 cudaError_t l05_fp8t_quantize(const void *q, const void *k, const void *v, int batch, int heads,
                               int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
                               size_t workspace_bytes, cudaStream_t stream);
@@ -304,7 +306,8 @@ cudaError_t l05_fp8p_forward(const void *q, const void *k, const void *v, void *
  * versions refuse. */
 size_t l05_fp8q_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
 
-/** Version 12's conversion: K and V as version 7 converts them; @p q is not read. */
+/** Version 12's conversion: K and V as version 7 converts them (16-byte aligned); @p q is not
+ * read. */
 cudaError_t l05_fp8q_quantize(const void *q, const void *k, const void *v, int batch, int heads,
                               int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
                               size_t workspace_bytes, cudaStream_t stream);
