@@ -82,8 +82,9 @@ static __device__ __forceinline__ void qk_tile(uint32_t tile, uint2 *__restrict_
 /** One tile of V, landed at @p tile (keys past seq_kv as zeros): written transposed (one 128-byte
  * row per head-dimension index, keys permuted by l05_fp8_key()) with the tile's own scale. A word
  * of the output holds one dim of the four keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9 of a group of 16
- * (quad 4 G + t, for group G), so a thread takes those four keys, 8 dims of each (one chunk per
- * key), and turns the 4 x 8 codes into 8 words with byte permutes. A warp's lanes are 8 quads by 4
+ * (word `quad` = 4 G + t, for group G: l05_vt_key()), so a thread takes those four keys, 8 dims of
+ * each (one chunk per key), and turns the 4 x 8 codes into 8 words with byte permutes
+ * (l05_vt_words()). A warp's lanes are 8 quads by 4
  * chunks, so that one store writes 32 contiguous bytes (8 words) of 4 dim rows. */
 static __device__ __forceinline__ void v_tile(uint32_t tile, uint32_t *__restrict__ vt,
                                               float *__restrict__ ds, int b, int kvh, int kv_heads,
@@ -98,9 +99,8 @@ static __device__ __forceinline__ void v_tile(uint32_t tile, uint32_t *__restric
   const float f = l05_pow2f(e);
   if (threadIdx.x == 0) *ds = l05_pow2f(-e);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int quad = warp * 8 + (lane & 7);             /* 0 .. 31: word `quad` of each dim row */
-  const int key0 = (quad >> 2) * 16 + 2 * (quad & 3); /* keys key0, + 1, + 8, + 9 */
-  const uint32_t rs = (uint32_t)seq_pad / 4;          /* words per dim row */
+  const int quad = warp * 8 + (lane & 7);    /* 0 .. 31: word `quad` of each dim row */
+  const uint32_t rs = (uint32_t)seq_pad / 4; /* words per dim row */
   uint32_t *out = vt + ((size_t)b * kv_heads + kvh) * 128 * rs + k0 / 4 + quad;
 #pragma unroll 1
   for (int it = 0; it < 4; ++it) {
@@ -108,16 +108,14 @@ static __device__ __forceinline__ void v_tile(uint32_t tile, uint32_t *__restric
     uint2 x[4]; /* key u's 8 codes: dims 8 ch .. 8 ch + 3 in .x, the next 4 in .y, lowest first */
 #pragma unroll
     for (int u = 0; u < 4; ++u)
-      x[u] = l05_e4m3x8(lds16(tile + sw128_off(key0 + (u & 1) + 8 * (u >> 1), ch, L05_FP8_KEY_PAD)),
-                        f);
+      x[u] = l05_e4m3x8(lds16(tile + sw128_off(l05_vt_key(quad, u), ch, L05_FP8_KEY_PAD)), f);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
-      const uint32_t k_a = hf ? x[0].y : x[0].x, k_b = hf ? x[1].y : x[1].x;
-      const uint32_t k_c = hf ? x[2].y : x[2].x, k_d = hf ? x[3].y : x[3].x;
-      const uint32_t ab01 = __byte_perm(k_a, k_b, 0x5140), ab23 = __byte_perm(k_a, k_b, 0x7362);
-      const uint32_t cd01 = __byte_perm(k_c, k_d, 0x5140), cd23 = __byte_perm(k_c, k_d, 0x7362);
-      const uint32_t w[4] = {__byte_perm(ab01, cd01, 0x5410), __byte_perm(ab01, cd01, 0x7632),
-                             __byte_perm(ab23, cd23, 0x5410), __byte_perm(ab23, cd23, 0x7632)};
+      uint32_t w[4];
+      if (hf)
+        l05_vt_words(x[0].y, x[1].y, x[2].y, x[3].y, w);
+      else
+        l05_vt_words(x[0].x, x[1].x, x[2].x, x[3].x, w);
       const int d0 = 8 * ch + 4 * hf;
 #pragma unroll
       for (int j = 0; j < 4; ++j) out[(uint32_t)(d0 + j) * rs] = w[j];

@@ -17,6 +17,14 @@
 #define L05_FP8_WORKSPACE_CUH
 
 #include <stddef.h>
+#include <stdint.h>
+
+/** The helpers' qualifiers: host and device under nvcc, plain `inline` in C (the CPU tests). */
+#ifdef __CUDACC__
+#define L05_FP8_HD __host__ __device__ __forceinline__
+#else
+#define L05_FP8_HD inline
+#endif
 
 /** The transposed V's keys are padded to this (one KV tile). */
 #define L05_FP8_KEY_PAD 128
@@ -61,9 +69,41 @@ static inline l05_fp8_layout l05_fp8_layout_of(int batch, int heads, int kv_head
  * Positions 4 t .. 4 t + 3 hold keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9, and positions 16 on the same
  * 16 keys further: the order in which a thread already holds P (its S accumulator columns), so P
  * goes to the FP8 wgmma as it is, without moving a byte between lanes. */
-static inline __host__ __device__ int l05_fp8_key(int p) {
+static L05_FP8_HD int l05_fp8_key(int p) {
   const int half = p >> 4, t = (p & 15) >> 2, u = p & 3;
   return 16 * half + 2 * t + (u & 1) + 8 * (u >> 1);
+}
+
+/** The key (0-127, in its tile of L05_FP8_KEY_PAD) whose value is byte @p u of word @p quad (0-31)
+ * of a transposed V row: positions 4 quad .. 4 quad + 3, l05_fp8_key() inside each group of 32. */
+static L05_FP8_HD int l05_vt_key(int quad, int u) {
+  return (quad >> 3) * 32 + l05_fp8_key(4 * (quad & 7) + u);
+}
+
+/** A byte permute (PTX `prmt`, CUDA's __byte_perm()): byte i of the result is byte
+ * (s >> 4 i) & 7 of the eight bytes of {y, x}, x's lowest first. */
+static L05_FP8_HD uint32_t l05_prmt(uint32_t x, uint32_t y, uint32_t s) {
+#ifdef __CUDA_ARCH__
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t v = ((uint64_t)y << 32) | x;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+  return r;
+#endif
+}
+
+/** Four words of V^T from four keys' codes: @p a, @p b, @p c, @p d each hold 4 dims of one key
+ * (the lowest dim in the lowest byte), in the order the word wants its keys (l05_vt_key(): u = 0,
+ * 1, 2, 3); w[j] gets dim j of the four, key a in its lowest byte. A 4 x 4 transpose of bytes in
+ * four permutes of pairs, then four of halves. */
+static L05_FP8_HD void l05_vt_words(uint32_t a, uint32_t b, uint32_t c, uint32_t d, uint32_t w[4]) {
+  const uint32_t ab01 = l05_prmt(a, b, 0x5140), ab23 = l05_prmt(a, b, 0x7362);
+  const uint32_t cd01 = l05_prmt(c, d, 0x5140), cd23 = l05_prmt(c, d, 0x7362);
+  w[0] = l05_prmt(ab01, cd01, 0x5410);
+  w[1] = l05_prmt(ab01, cd01, 0x7632);
+  w[2] = l05_prmt(ab23, cd23, 0x5410);
+  w[3] = l05_prmt(ab23, cd23, 0x7632);
 }
 
 #endif /* L05_FP8_WORKSPACE_CUH */

@@ -1,12 +1,14 @@
 /* Lesson 05, CPU: the CPU model of FA3's pipelined tile loop (S of tile j + 1 formed before the
  * softmax of tile j) against the double-precision reference on awkward shapes, at the GPU
- * versions' tiles and at small ones; the flat entry point's and the tensor-map encoder's argument
- * checks, which answer before any GPU or driver is touched. No GPU needed. */
+ * versions' tiles and at small ones; the FP8 conversion's transposed V words; the flat entry
+ * point's and the tensor-map encoder's argument checks, which answer before any GPU or driver is
+ * touched. No GPU needed. */
 #include <stdint.h>
 #include <string.h>
 
 #include "attn_test.h"
 #include "fa3_hopper.h"
+#include "fp8_workspace.cuh"
 
 /* batch, heads, kv_heads, seq_q, seq_kv, dim, causal: attn_test_problem()'s order */
 static const int kShapes[][7] = {
@@ -48,6 +50,44 @@ END_TEST
 
 /* The flat entry point (what the bench calls through ctypes) reports bad input as an error, with
  * no launch: an unknown version or dimension, GQA that does not divide, an empty sequence. */
+/* The FP8 conversion's transposed V (fp8_quant_tiles.cu's v_tile): the keys a word holds are the
+ * order a thread holds P in (l05_fp8_key(), a permutation of each group of 32), and the byte
+ * permutes turn four keys' codes into the four dims' words. The codes are made up: byte j of key
+ * k's word is 16 (k mod 16) + j, so every byte says where it came from. */
+START_TEST(fp8_transposed_v_words) {
+  int seen[32] = {0};
+  for (int p = 0; p < 32; ++p) {
+    const int k = l05_fp8_key(p);
+    ck_assert_int_ge(k, 0);
+    ck_assert_int_lt(k, 32);
+    seen[k]++;
+  }
+  for (int k = 0; k < 32; ++k) ck_assert_int_eq(seen[k], 1);
+  for (int quad = 0; quad < 32; ++quad) {
+    /* word `quad`: keys 2 t, 2 t + 1, 2 t + 8, 2 t + 9 of group quad / 4 of 16, t = quad % 4 */
+    const int t = quad & 3, base = (quad >> 2) * 16;
+    const int want[4] = {base + 2 * t, base + 2 * t + 1, base + 2 * t + 8, base + 2 * t + 9};
+    uint32_t in[4];
+    for (int u = 0; u < 4; ++u) {
+      ck_assert_int_eq(l05_vt_key(quad, u), want[u]);
+      const int k = l05_vt_key(quad, u);
+      in[u] = 0;
+      for (int j = 0; j < 4; ++j) in[u] |= (uint32_t)((16 * (k & 15) + j) & 0xFF) << (8 * j);
+    }
+    uint32_t w[4];
+    l05_vt_words(in[0], in[1], in[2], in[3], w);
+    for (int j = 0; j < 4; ++j)     /* dim j's word */
+      for (int u = 0; u < 4; ++u) { /* its byte u: dim j of key want[u] */
+        const uint32_t got = (w[j] >> (8 * u)) & 0xFF;
+        ck_assert_uint_eq(got, (uint32_t)((16 * (want[u] & 15) + j) & 0xFF));
+      }
+  }
+  /* the byte permute itself, as PTX defines prmt: selector 0x5140 interleaves the low halves */
+  ck_assert_uint_eq(l05_prmt(0x03020100u, 0x07060504u, 0x5140u), 0x05010400u);
+  ck_assert_uint_eq(l05_prmt(0x03020100u, 0x07060504u, 0x7632u), 0x07060302u);
+}
+END_TEST
+
 START_TEST(flat_entry_point_refuses_bad_input) {
   ck_assert_int_eq(l05_forward(0, 128, NULL, NULL, NULL, NULL, NULL, 1, 4, 4, 16, 16, 0, 0.f, 0),
                    cudaErrorInvalidValue);
@@ -86,6 +126,7 @@ int main(void) {
   TCase *tc = tcase_create("cpu");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, cpu_model_matches_reference, 0, N_SHAPES);
+  tcase_add_test(tc, fp8_transposed_v_words);
   tcase_add_test(tc, flat_entry_point_refuses_bad_input);
   tcase_add_test(tc, tensor_map_refuses_what_tma_cannot_describe);
   suite_add_tcase(s, tc);
