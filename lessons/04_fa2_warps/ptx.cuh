@@ -51,6 +51,16 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t
                : "r"(addr));
 }
 
+/** One 16-byte load from shared memory at a shared-window address. */
+static __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
+  uint4 x;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+               : "r"(addr)
+               : "memory");
+  return x;
+}
+
 /** One 16-byte store to shared memory at a shared-window address. */
 static __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 x) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(x.x), "r"(x.y),

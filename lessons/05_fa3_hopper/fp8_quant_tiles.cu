@@ -44,16 +44,6 @@ static __device__ __forceinline__ uint32_t absmax_bits(uint32_t m, uint4 c) {
                               __vmaxu2(c.z & 0x7FFF7FFFu, c.w & 0x7FFF7FFFu)));
 }
 
-/** A 16-byte load from shared memory at a shared-window address. */
-static __device__ __forceinline__ uint4 lds16(uint32_t addr) {
-  uint4 x;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
-               : "r"(addr)
-               : "memory");
-  return x;
-}
-
 /** One tile of Q or K, landed at @p tile (rows past seq as zeros): its rows r0 .. r0 + 127 below
  * seq to e4m3 at the same place of `y` (head `h` of a [batch, seq, nh, 128] tensor), its descale
  * in `*ds`. A thread's chunks are i = tid + 128 u: row i / 16, chunk i % 16, so a warp stores two
@@ -65,7 +55,7 @@ static __device__ __forceinline__ void qk_tile(uint32_t tile, uint2 *__restrict_
 #pragma unroll
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int i = threadIdx.x + u * QT_THREADS;
-    mb = absmax_bits(mb, lds16(tile + sw128_off(i >> 4, i & 15, L05_FP8_KEY_PAD)));
+    mb = absmax_bits(mb, ld_shared_v4(tile + sw128_off(i >> 4, i & 15, L05_FP8_KEY_PAD)));
   }
   const int e = l05_tile_exponent(block_max(mb, red));
   const float f = l05_pow2f(e);
@@ -74,7 +64,7 @@ static __device__ __forceinline__ void qk_tile(uint32_t tile, uint2 *__restrict_
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int i = threadIdx.x + u * QT_THREADS, row = i >> 4;
     if (r0 + row >= seq) break; /* rows only grow with u */
-    const uint4 c = lds16(tile + sw128_off(row, i & 15, L05_FP8_KEY_PAD));
+    const uint4 c = ld_shared_v4(tile + sw128_off(row, i & 15, L05_FP8_KEY_PAD));
     y[((((size_t)b * seq + r0 + row) * nh + h) * 128 + (i & 15) * 8) / 8] = l05_e4m3x8(c, f);
   }
 }
@@ -93,7 +83,7 @@ static __device__ __forceinline__ void v_tile(uint32_t tile, uint32_t *__restric
 #pragma unroll
   for (int u = 0; u < QT_CHUNKS; ++u) {
     const int i = threadIdx.x + u * QT_THREADS;
-    mb = absmax_bits(mb, lds16(tile + sw128_off(i >> 4, i & 15, L05_FP8_KEY_PAD)));
+    mb = absmax_bits(mb, ld_shared_v4(tile + sw128_off(i >> 4, i & 15, L05_FP8_KEY_PAD)));
   }
   const int e = l05_tile_exponent(block_max(mb, red));
   const float f = l05_pow2f(e);
@@ -108,7 +98,8 @@ static __device__ __forceinline__ void v_tile(uint32_t tile, uint32_t *__restric
     uint2 x[4]; /* key u's 8 codes: dims 8 ch .. 8 ch + 3 in .x, the next 4 in .y, lowest first */
 #pragma unroll
     for (int u = 0; u < 4; ++u)
-      x[u] = l05_e4m3x8(lds16(tile + sw128_off(l05_vt_key(quad, u), ch, L05_FP8_KEY_PAD)), f);
+      x[u] =
+          l05_e4m3x8(ld_shared_v4(tile + sw128_off(l05_vt_key(quad, u), ch, L05_FP8_KEY_PAD)), f);
 #pragma unroll
     for (int hf = 0; hf < 2; ++hf) {
       uint32_t w[4];

@@ -149,16 +149,6 @@ static __device__ __forceinline__ int exponent_of(float x) {
   return ((__float_as_int(x) >> 23) & 0xff) - 127;
 }
 
-/** A 16-byte load from shared memory at a shared-window address. */
-static __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr) {
-  uint4 x;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
-               : "r"(addr)
-               : "memory");
-  return x;
-}
-
 /** The warp's 16 rows of the Q tile, from the bf16 staging tile @p sQs (two 64-column panels of
  * FA_BR rows) into the e4m3 Q tile @p sQ (one panel of 128-byte rows), both 128-byte swizzled, with
  * one power-of-two scale f for the 16 rows (version 7's rule over a tile: the largest that keeps
