@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where ptxas put lesson 05 version 10's turn at the exponentials, checked without a GPU:
 #
-#   scripts/check-turn-placement.sh PROGRAM KERNEL_REGEX BARRIER MIN
+#   scripts/check-turn-placement.sh PROGRAM KERNEL_REGEX BARRIER MIN [MAX]
 #
 # Version 10's warpgroups take turns at the exponentials through named barrier BARRIER: warpgroup 1
 # waits at it before its exponentials, warpgroup 0 after its own. That only staggers the bursts if
@@ -9,10 +9,11 @@
 # arithmetic across a barrier, and did until the source made the exponentials depend on it. For
 # every kernel of PROGRAM whose name matches KERNEL_REGEX, this counts the MUFU.EX2 instructions
 # between the first and the second BAR.SYNC on BARRIER (in machine-code order) and the ones of the
-# loop before the first: at least MIN must sit between, at most 2 (the factor alpha's) before.
+# loop before the first: at least MIN must sit between (and at most MAX, when given: version 13
+# takes half of them off the special function unit), at most 2 (the factor alpha's) before.
 # Fails when no kernel matches or a kernel has fewer than two such barriers.
 set -u
-prog=$1 regex=$2 bar=$3 min=$4
+prog=$1 regex=$2 bar=$3 min=$4 max=${5:-1000000}
 command -v cuobjdump >/dev/null || { echo "check-turn-placement: skipped: cuobjdump not found (CUDA toolkit binary utilities)"; exit 77; }
 sass=$(bash "$(dirname "$0")/sass-dump.sh" "$prog") || { echo "check-turn-placement: cuobjdump failed on $prog"; exit 1; }
 # A build of PTX only (e.g. ARCH=80-virtual) holds no machine code to check: skipped (77).
@@ -32,10 +33,10 @@ while read -r name bars inside before; do
   [ -n "$name" ] || continue
   printf '%s\n' "$name" | grep -Eq "$regex" || continue
   matched=$((matched + 1))
-  if [ "$bars" -ge 2 ] && [ "$inside" -ge "$min" ] && [ "$before" -le 2 ]; then
+  if [ "$bars" -ge 2 ] && [ "$inside" -ge "$min" ] && [ "$inside" -le "$max" ] && [ "$before" -le 2 ]; then
     echo "ok   $name: $inside MUFU.EX2 between the turn's barriers, $before before them"
   else
-    echo "FAIL $name: $bars barriers $bar, $inside MUFU.EX2 between the first two (want >= $min), $before before them (want <= 2)"
+    echo "FAIL $name: $bars barriers $bar, $inside MUFU.EX2 between the first two (want $min to $max), $before before them (want <= 2)"
     bad=$((bad + 1))
   fi
 done <<< "$summary"

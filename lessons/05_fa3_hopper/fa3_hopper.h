@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 12
+#define L05_VERSIONS 13
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -320,6 +320,33 @@ cudaError_t l05_fp8q_attention(const void *q, const void *workspace, size_t work
 
 /** Version 12's conversion of K and V, then its kernel (what the harness times for version 12). */
 cudaError_t l05_fp8q_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 with half the exponentials on the FMA pipes (version 13, head dimension 128)
+ * Version 13 is version 12 computing the exponentials of the even keys as a straight line between
+ * powers of two (l05_exp2_line() in fp8_workspace.cuh) on the FMA and ALU pipes, the odd keys' on
+ * the special function unit. Its workspace and conversion are version 12's; its scheduler's
+ * counter is its own.
+ *  @{ */
+/** Version 13's workspace bytes: version 12's (l05_fp8q_workspace_bytes()). */
+size_t l05_fp8x_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Version 13's conversion: version 12's (l05_fp8q_quantize()), K and V. */
+cudaError_t l05_fp8x_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 13's attention kernel on the bf16 @p q and a workspace l05_fp8x_quantize() filled, with
+ * version 12's arguments and alignment rules. */
+cudaError_t l05_fp8x_attention(const void *q, const void *workspace, size_t workspace_bytes,
+                               void *o, float *lse, int batch, int heads, int kv_heads, int seq_q,
+                               int seq_kv, int dim, int causal, float scale, cudaStream_t stream);
+
+/** Version 13's conversion of K and V, then its kernel (what the harness times for version 13). */
+cudaError_t l05_fp8x_forward(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                              int causal, float scale, void *workspace, size_t workspace_bytes,
                              cudaStream_t stream);

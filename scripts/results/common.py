@@ -189,7 +189,11 @@ VERSIONS = {
         ["12", "`v12_fp8_q_in_kernel.cu`", "fp8-q-in-kernel", "version 11 reading Q in bf16: each "
          "consumer warp converts its 16 rows to e4m3 in shared memory before the item's first S, "
          "so the pass before the kernel converts K and V only; both are timed with it", "384"],
-        ["13", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["13", "`v13_fp8_exp_fma.cu`", "fp8-exp-fma", "version 12 with half its exponentials on "
+         "the FMA pipes: the even keys' 2^x as a straight line between powers of two (a clamp and "
+         "one integer multiply-add after the multiply-add), the odd keys' on the special function "
+         "unit; version 12's pass", "384"],
+        ["14", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }
