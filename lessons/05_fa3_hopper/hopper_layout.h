@@ -12,7 +12,9 @@
  *  - the wgmma matrix descriptor: the 64-bit word that tells the tensor cores where an operand
  *    starts in shared memory and how its 8 x 16-byte core matrices are spaced;
  *  - the order in which a persistent grid hands out its work items under the causal mask (versions
- *    9 and 11): an order that is not a permutation computes some tiles twice and others never.
+ *    9 and 11): an order that is not a permutation computes some tiles twice and others never;
+ *  - 2^x from a float's bits, as version 13 computes half its exponentials on the FMA pipes: off by
+ *    a few percent where it should be, and silently wrong for -inf if the floor is missed.
  *
  * `make drill-5` runs the checklist against drills/05_hopper_bookkeeping.c, the reader's version.
  */
@@ -82,6 +84,17 @@ uint64_t l05_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, int swizzle_b
  */
 int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, int *q_tile,
                     int *pair);
+
+/**
+ * 2^x without the special function unit, for x <= 0 (version 13): add 1.5 x 2^15 to x, so that
+ * the sum's low mantissa bits hold x in steps of 2^-8; multiply those bits, as an unsigned integer,
+ * by 2^15 and add 127 << 23, so that x's integer part lands in the exponent field and its fraction
+ * in the mantissa. The result is 2^n (1 + f) for x = n + f: exact at every power of two, above 2^x
+ * by at most 6.2% between them. Below x = -127 the integer would wrap round the exponent field, so
+ * the sum is first held at 1.5 x 2^15 - 127.
+ * @return the line's value; +0 for x <= -127 and for -inf
+ */
+float l05_exp2_fma(float x);
 
 #ifdef __cplusplus
 }

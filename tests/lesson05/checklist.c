@@ -1,8 +1,9 @@
 /* Lesson 05's checklist: the stage ring's barrier parities, the 128-byte swizzle, the wgmma
- * descriptor and the persistent grid's causal order (hopper_layout.h). Built against the lesson's
- * answers (checklist-5, must pass) and against drills/05 (drill-5). The parities are checked
- * against a model of an mbarrier, not against a formula. */
+ * descriptor, the persistent grid's causal order and version 13's exponential (hopper_layout.h).
+ * Built against the lesson's answers (checklist-5, must pass) and against drills/05 (drill-5). The
+ * parities are checked against a model of an mbarrier, not against a formula. */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,25 @@ END_TEST
 
 /* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
  * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
+/* 2^x from the bits: exact at every power of two from 2^-126 to 1 (a row's largest value, x = 0,
+ * must come out 1), above 2^x by at most 6.2% and never below it between them (beyond x's own
+ * rounding to 2^-8), and +0 from x = -127 down, a masked score's -inf included. */
+START_TEST(exp2_from_the_bits) {
+  for (int e = -126; e <= 0; ++e)
+    ck_assert_msg(l05_exp2_fma((float)e) == ldexpf(1.0f, e), "2^%d: got %g", e,
+                  (double)l05_exp2_fma((float)e));
+  for (int i = 1; i < 4096; ++i) {
+    const float x = -16.0f * (float)i / 4096.0f;
+    const double r = l05_exp2_fma(x) / exp2((double)x);
+    ck_assert_msg(r >= 0.998 && r <= 1.064, "x = %g: %g times 2^x", (double)x, r);
+  }
+  ck_assert_msg(l05_exp2_fma(-0.56f) / exp2(-0.56) > 1.05, "x = -0.56: not the line");
+  const float below[3] = {-127.0f, -300.0f, -INFINITY};
+  for (int i = 0; i < 3; ++i)
+    ck_assert_msg(l05_exp2_fma(below[i]) == 0.0f, "x = %g", (double)below[i]);
+}
+END_TEST
+
 START_TEST(causal_order_worked_example) {
   int t = -1, p = -1;
   ck_assert_int_eq(l05_causal_item(0, 64, 32, 132, 2, &t, &p), 0);
@@ -220,6 +240,7 @@ int main(void) {
   tcase_add_test(tc, descriptor_fields);
   tcase_add_test(tc, causal_order_longest_first_in_groups);
   tcase_add_test(tc, causal_order_worked_example);
+  tcase_add_test(tc, exp2_from_the_bits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
