@@ -183,27 +183,37 @@ START_TEST(causal_order_longest_first_in_groups) {
 }
 END_TEST
 
-/* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
- * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
-/* 2^x from the bits: exact at every power of two from 2^-126 to 1 (a row's largest value, x = 0,
- * must come out 1), above 2^x by at most 6.2% and never below it between them (beyond x's own
- * rounding to 2^-8), and +0 from x = -127 down, a masked score's -inf included. */
+/* 2^x from the bits (version 13's exponential, l05_exp2_fma()): exact at every power of two from
+ * 2^-126 to 1 (a row's largest value, x = 0, must come out 1); above 2^x between them, most near
+ * f = 0.44 (up to 6.2%) and by 4.1% on average over a power of two, never below it beyond x's own
+ * rounding to 2^-8; +0 from x = -127 down, a masked score's -inf included, where the bits would
+ * otherwise wrap round the exponent field, and a subnormal just above. */
 START_TEST(exp2_from_the_bits) {
-  for (int e = -126; e <= 0; ++e)
+  for (int e = -126; e <= 0; ++e) {
     ck_assert_msg(l05_exp2_fma((float)e) == ldexpf(1.0f, e), "2^%d: got %g", e,
                   (double)l05_exp2_fma((float)e));
-  for (int i = 1; i < 4096; ++i) {
-    const float x = -16.0f * (float)i / 4096.0f;
+    const float x = (float)e - 0.56f; /* fraction 0.44 */
+    const double r = l05_exp2_fma(x) / exp2((double)x);
+    if (e > -126) ck_assert_msg(r > 1.05 && r < 1.064, "x = %g: %g times 2^x", (double)x, r);
+  }
+  double mean = 0.0;
+  const int n = 1 << 16;
+  for (int i = 0; i < n; ++i) {
+    const float x = -1.0f + ((float)i + 0.5f) / (float)n; /* one power of two, [-1, 0) */
     const double r = l05_exp2_fma(x) / exp2((double)x);
     ck_assert_msg(r >= 0.998 && r <= 1.064, "x = %g: %g times 2^x", (double)x, r);
+    mean += r / n;
   }
-  ck_assert_msg(l05_exp2_fma(-0.56f) / exp2(-0.56) > 1.05, "x = -0.56: not the line");
-  const float below[3] = {-127.0f, -300.0f, -INFINITY};
-  for (int i = 0; i < 3; ++i)
+  ck_assert_msg(fabs(mean - 1.0407) < 2e-3, "mean %g times 2^x over [-1, 0)", mean);
+  const float below[4] = {-127.0f, -127.5f, -300.0f, -INFINITY};
+  for (int i = 0; i < 4; ++i)
     ck_assert_msg(l05_exp2_fma(below[i]) == 0.0f, "x = %g", (double)below[i]);
+  ck_assert_msg(l05_exp2_fma(-126.5f) > 0.0f, "x = -126.5: below 2^-126, still above 0");
 }
 END_TEST
 
+/* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
+ * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
 START_TEST(causal_order_worked_example) {
   int t = -1, p = -1;
   ck_assert_int_eq(l05_causal_item(0, 64, 32, 132, 2, &t, &p), 0);
