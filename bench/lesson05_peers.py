@@ -9,11 +9,14 @@ lessons' kernels, so every column is comparable).
 The lesson's versions (l05_forward) and lesson 04's version 7 (l04_forward, the best of lesson 04)
 are called through build/lib/libattn_lessons.so (ctypes) on the same torch tensors: [batch, seq,
 heads, dim] is the lessons' BSHD layout; SDPA gets .transpose(1, 2) views. Each run is timed alone
-with CUDA events, the L2 flushed before it; the figure is the median. Every lesson kernel's O is
+with CUDA events, the L2 flushed before it; the figure is the median of --iters runs. A shape's
+rows take turns: --rounds rounds (default 5), each running every row --iters / --rounds times in
+an order rotated from round to round, so that the clocks' drift over the shape's minute falls on
+every row alike rather than on whichever ran last. Every lesson kernel's O is
 compared with SDPA flash's once per shape; a mismatch (or a lesson kernel's error) makes the exit
 status 1.
 
-    python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
+    python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10] [--rounds 5]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
         [--batch B] [--heads H1,H2] [--kv-heads K] [--peak-gbs G] [--csv FILE] [--out DIR]
 
@@ -78,7 +81,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cudnn_peer import cudnn_handle, default_picks, fp8_inputs, fp8_sdpa, fp64_rows, row_errors
 from lesson02_peers import hbm_peak_gbs
-from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns
 
 # Lesson 04's version timed beside lesson 05's: its fastest, the kernel lesson 05 starts from.
 L04_BEST = 7
@@ -187,6 +190,8 @@ def main():
         help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which a shape's rows take turns (--iters runs each in all)")
     ap.add_argument("--seqs", default="512,1024,2048,4096,8192,16384")
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--causal", default="0,1")
@@ -385,22 +390,22 @@ def main():
                                 "written (1 B) once")
                 what_convert_kv = ("K, V bf16 to e4m3 alone (Q is converted in the kernel); bytes: "
                                    "each value read (2 B) and written (1 B) once")
-                for name, fn in impls.items():
+                checked = {}  # name: None for a conversion, else (note, max |diff|, check)
+
+                def failed(name, e):
+                    nonlocal status
+                    if name in ours:
+                        status = 1
+                    print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
+                    out.row(impl=name, what=(what_convert_kv if name == FP8Q_CONVERT else
+                                             what_convert if name in moved else what),
+                            check=f"error: {e}".replace("\n", " "), **shape)
+                for name, fn in impls.items():  # each run once and checked
                     try:
                         got = fn()
                         torch.cuda.synchronize()
                         if name in moved:  # a conversion alone: nothing to check, bytes over time
-                            ms, best = timings(fn, flush, a.iters, a.warmup)
-                            gbs[name] = moved[name] / (ms * 1e-3) / 1e9
-                            pct = 100.0 * gbs[name] / peak if peak == peak else float("nan")
-                            print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} "
-                                  f"batch={batch} heads={heads} ms={ms:.4f} gbs={gbs[name]:.1f} "
-                                  f"pct_hbm={pct:.1f}", flush=True)
-                            csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},")
-                            out.row(impl=name, bytes=moved[name],
-                                    what=what_convert_kv if name == FP8Q_CONVERT else what_convert,
-                                    ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs[name]:.2f}",
-                                    pct_hbm=f"{pct:.2f}" if pct == pct else "", **shape)
+                            checked[name] = None
                             continue
                         note, diff, check = "", None, ""
                         if name in ours or name == CUDNN_FP8:
@@ -422,21 +427,37 @@ def main():
                                              batch=batch, heads=heads,
                                              rows=sum(len(r) for _, _, r in picks),
                                              max_abs=f"{worst:.3e}", rel_l2=f"{rel:.3e}"))
-                        ms, best = timings(fn, flush, a.iters, a.warmup)
-                        res[name] = flops / (ms * 1e-3) / 1e12
-                        print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
-                              f"heads={heads} ms={ms:.4f} tflops={res[name]:.1f}{note}", flush=True)
-                        csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},{res[name]:.2f}")
-                        out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
-                                tflops=f"{res[name]:.2f}", check=check,
-                                max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
+                        checked[name] = (note, diff, check)
                     except Exception as e:  # a backend that refuses the shape: report, go on
-                        if name in ours:
-                            status = 1
-                        print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} error={e}")
-                        out.row(impl=name, what=(what_convert_kv if name == FP8Q_CONVERT else
-                                                 what_convert if name in moved else what),
-                                check=f"error: {e}".replace("\n", " "), **shape)
+                        failed(name, e)
+                # then timed, all of this shape's rows taking turns (peer_timing.timings_in_turns)
+                timed = timings_in_turns({n: impls[n] for n in checked}, flush, a.iters, a.warmup,
+                                         a.rounds)
+                for name, info in checked.items():
+                    if isinstance(timed[name], Exception):
+                        failed(name, timed[name])
+                        continue
+                    ms, best = timed[name]
+                    if info is None:
+                        gbs[name] = moved[name] / (ms * 1e-3) / 1e9
+                        pct = 100.0 * gbs[name] / peak if peak == peak else float("nan")
+                        print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} "
+                              f"batch={batch} heads={heads} ms={ms:.4f} gbs={gbs[name]:.1f} "
+                              f"pct_hbm={pct:.1f}", flush=True)
+                        csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},")
+                        out.row(impl=name, bytes=moved[name],
+                                what=what_convert_kv if name == FP8Q_CONVERT else what_convert,
+                                ms=f"{ms:.5f}", min_ms=f"{best:.5f}", gbs=f"{gbs[name]:.2f}",
+                                pct_hbm=f"{pct:.2f}" if pct == pct else "", **shape)
+                        continue
+                    note, diff, check = info
+                    res[name] = flops / (ms * 1e-3) / 1e12
+                    print(f"l05 impl={name} dim={dim} causal={causal} seq={seq} batch={batch} "
+                          f"heads={heads} ms={ms:.4f} tflops={res[name]:.1f}{note}", flush=True)
+                    csv.append(f"{name},{dim},{causal},{seq},{batch},{heads},{ms:.5f},{res[name]:.2f}")
+                    out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                            tflops=f"{res[name]:.2f}", check=check,
+                            max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
                 rows.append((dim, causal, seq, batch, heads, res, gbs))
                 del q, k, v, o, lse, qt, kt, vt, ref, ws, ref64
                 impls.clear()

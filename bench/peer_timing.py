@@ -93,6 +93,22 @@ class L2Flush:
         self.buf.sum()  # one read pass; writes only a scalar
 
 
+def _median_min(times):
+    times = sorted(times)
+    n = len(times)
+    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+    return median, times[0]
+
+
+def _timed_run(fn, flush, start, stop):
+    flush()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop)
+
+
 def timings(fn, flush, iters, warmup):
     """(median, min) in ms of `iters` runs of fn, each alone between two events, L2 flushed first."""
     for _ in range(warmup):
@@ -100,18 +116,43 @@ def timings(fn, flush, iters, warmup):
     torch.cuda.synchronize()
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(max(1, iters)):
-        flush()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
-    n = len(times)
-    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
-    return median, times[0]
+    return _median_min([_timed_run(fn, flush, start, stop) for _ in range(max(1, iters))])
+
+
+def timings_in_turns(fns, flush, iters, warmup, rounds):
+    """timings() for several functions taking turns. Each is warmed up, then in each of `rounds`
+    rounds every function runs ceil(iters / rounds) times, each run alone between two events with
+    the L2 flushed first, the order rotated by one from round to round. Timed one after another, a
+    function finds the GPU as the ones before it left it (clocks and temperature drift over a call
+    by several percent); taking turns spreads that drift over all of them alike.
+
+    fns: {name: fn}. Returns {name: (median, min) in ms}, or {name: the exception} for a function
+    that raised, which then leaves the rounds while the others go on."""
+    out, times = {}, {name: [] for name in fns}
+    for name, fn in fns.items():
+        try:
+            for _ in range(warmup):
+                fn()
+        except Exception as e:  # reported to the caller, the others still timed
+            out[name] = e
+    torch.cuda.synchronize()
+    live = [name for name in fns if name not in out]
+    per_round = -(-max(1, iters) // max(1, rounds))
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    for r in range(max(1, rounds)):
+        k = r % len(live) if live else 0
+        for name in live[k:] + live[:k]:
+            if name in out:
+                continue
+            try:
+                times[name] += [_timed_run(fns[name], flush, start, stop) for _ in range(per_round)]
+            except Exception as e:
+                out[name] = e
+    for name in live:
+        if name not in out:
+            out[name] = _median_min(times[name])
+    return out
 
 
 def median_ms(fn, flush, iters, warmup):
