@@ -10,9 +10,10 @@ The lesson's versions (l05_forward) and lesson 04's version 7 (l04_forward, the 
 are called through build/lib/libattn_lessons.so (ctypes) on the same torch tensors: [batch, seq,
 heads, dim] is the lessons' BSHD layout; SDPA gets .transpose(1, 2) views. Each run is timed alone
 with CUDA events, the L2 flushed before it; the figure is the median of --iters runs. A shape's
-rows take turns: --rounds rounds (default 5), each running every row --iters / --rounds times in
-an order rotated from round to round, so that the clocks' drift over the shape's minute falls on
-every row alike rather than on whichever ran last. Every lesson kernel's O is
+rows take turns: --rounds rounds (default 5), each running every row once untimed and then
+--iters / --rounds times timed, in an order rotated from round to round, so that the clocks' drift
+over the shape's seconds falls on every row alike rather than on whichever ran last
+(bench/peer_timing.py, timings_in_turns). Every lesson kernel's O is
 compared with SDPA flash's once per shape; a mismatch (or a lesson kernel's error) makes the exit
 status 1.
 

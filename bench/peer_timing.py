@@ -121,10 +121,14 @@ def timings(fn, flush, iters, warmup):
 
 def timings_in_turns(fns, flush, iters, warmup, rounds):
     """timings() for several functions taking turns. Each is warmed up, then in each of `rounds`
-    rounds every function runs ceil(iters / rounds) times, each run alone between two events with
-    the L2 flushed first, the order rotated by one from round to round. Timed one after another, a
-    function finds the GPU as the ones before it left it (clocks and temperature drift over a call
-    by several percent); taking turns spreads that drift over all of them alike.
+    rounds every function runs once untimed and then ceil(iters / rounds) times timed, each timed
+    run alone between two events with the L2 flushed first, the order rotated by one from round to
+    round. Timed one block after another, a function finds the GPU as the ones before it left it
+    (clocks and temperature drift over a call by several percent); taking turns spreads that drift
+    over all of them alike. The untimed run keeps what a block gave every run but its first: the
+    same function just before it. A peer called through PyTorch or the cuDNN frontend, several
+    launches behind Python, ran its first run after another function's 2-4% slower than its second
+    (docs/results/h200-l05p-2026-11-29/turns-vs-blocks.log); the lessons' single launches did not.
 
     fns: {name: fn}. Returns {name: (median, min) in ms}, or {name: the exception} for a function
     that raised, which then leaves the rounds while the others go on."""
@@ -146,6 +150,8 @@ def timings_in_turns(fns, flush, iters, warmup, rounds):
             if name in out:
                 continue
             try:
+                fns[name]()
+                torch.cuda.synchronize()
                 times[name] += [_timed_run(fns[name], flush, start, stop) for _ in range(per_round)]
             except Exception as e:
                 out[name] = e
