@@ -13,7 +13,11 @@ Three parts, in one process on one GPU (each can run alone: --timing-only, --acc
    (l04_forward, version 7): the lesson stays self-contained, the backward differentiating the
    lesson's own forward. Each run is timed alone with CUDA events, the L2 flushed before it and
    then a sleep kernel (--busy-us) so that the host's launch cost (autograd, ctypes) is not in the
-   figure; the figure is the median. Every version's dQ, dK, dV (NaN-poisoned before its checked
+   figure; the figure is the median. A shape's implementations take turns: --rounds rounds
+   (default 5), each running every implementation once untimed and then --iters / --rounds times
+   timed, the order rotated from round to round (bench/peer_timing.py, timings_in_turns), so that
+   the clocks' drift over the shape falls on all of them alike; one too slow for that inside
+   --budget-s is timed in a block of its own. Every version's dQ, dK, dV (NaN-poisoned before its checked
    run) are compared with flash's (relative L2 over 1e-1: MISMATCH, exit status 1): a guard
    against garbage, not the accuracy bar (part 2 is that). Flash's own dQ is off by up to 4e-2 at
    seq 16384 on these inputs, so a version more exact than flash (version 1) differs from it by that.
@@ -48,8 +52,8 @@ Three parts, in one process on one GPU (each can run alone: --timing-only, --acc
    figure: the workspace l09_workspace_bytes() asks for and the lesson's model of it.
 
     python3 bench/lesson09_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
-        [--warmup 3] [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1]
-        [--versions 1,2,3,4,5,6,7] [--csv FILE] [--out DIR] [--quick]
+        [--warmup 3] [--rounds 5] [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128]
+        [--causal 0,1] [--versions 1,2,3,4,5,6,7] [--csv FILE] [--out DIR] [--quick]
         [--timing-only | --accuracy-only | --memory-only] [--bar 2.0] [--budget-s 10]
         [--busy-us 100] [--max-gb G] [--accuracy-csv FILE] [--memory-csv FILE]
         [--mem-seqs 1024,...,65536] [--mem-batch 1] [--mem-heads 16] [--mem-dim 128]
@@ -89,7 +93,7 @@ try:  # torch is optional until main(): without it the script says so and exits 
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+    from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings, timings_in_turns
 except ImportError:
     torch = None
 
@@ -432,7 +436,8 @@ def timing_part(a, lesson, versions, flush, out, short_csv):
     what = ("attention backward: dQ, dK, dV from Q, K, V, O, LSE, dO; flops 2.5x the forward's, "
             "causal: visible pairs")
     print(f"\nPart 1, timing: tokens {TOKENS}, hidden {HIDDEN}, bf16; the backward alone, median "
-          f"of --iters {a.iters} (fewer where a run is slow: the iters column), budget "
+          f"of --iters {a.iters} in {a.rounds} rounds taking turns (fewer where a run is slow: "
+          f"the iters column), budget "
           f"{a.budget_s:g} s per implementation and shape", flush=True)
     for dim in ints(a.dims):
         for causal in ints(a.causal):
@@ -471,24 +476,20 @@ def time_shape(a, lesson, versions, flush, out, short_csv, s, what):
         out.row(impl=name, what=what, check=check, **s.columns())
         short_csv.append(f"{name},{s.dim},{s.causal},{s.seq_q},{s.batch},{s.heads},,,,{check}")
 
+    # Each implementation runs once and is checked; those whose runs fit the budget are then timed
+    # taking turns (peer_timing.timings_in_turns), the others in a block of as many runs as fit.
+    entries = []  # (name, run, first_ms, record's keywords), in the table's order
+    keep = []  # the peers' graphs and the versions' workspaces, alive until the shape is timed
     for name, _ in PEERS:
-        run = None
         try:
             run, note = sdpa_peer(backend_of(name), c)
             grads, first_ms = event_ms(run)
             if ref is None:  # flash's gradients check the versions (cuDNN's if flash failed)
                 ref = tuple(g.contiguous() for g in grads)
             del grads
-            t = timed(run, first_ms, a, flush)
-            if t is None:
-                not_timed(name, f"skipped: one run took {first_ms / 1e3:.1f} s > --budget-s")
-            else:
-                record(name, *t, check=note)
+            entries.append((name, run, first_ms, dict(check=note)))
         except Exception as e:  # a backend that refuses the shape: report, go on
             not_timed(name, "error: " + one_line(e))
-        finally:
-            del run
-            torch.cuda.empty_cache()
     try:
         lesson.forward(c)
     except RuntimeError as e:
@@ -509,18 +510,40 @@ def time_shape(a, lesson, versions, flush, out, short_csv, s, what):
                 rel, diff = grad_diff((c.dq, c.dk, c.dv), ref)
                 check = "ok" if rel <= CHECK_REL_L2 else "MISMATCH"
                 status |= check != "ok"
-            t = timed(lambda: lesson.backward(v, c, ws), first_ms, a, flush)
-            if t is None:
-                not_timed(name, f"skipped: one run took {first_ms / 1e3:.1f} s > --budget-s "
-                                f"({check} against flash)")
-            else:
-                record(name, *t, check=check, diff=diff, rel=rel)
+            entries.append((name, lambda v=v, ws=ws: lesson.backward(v, c, ws), first_ms,
+                            dict(check=check, diff=diff, rel=rel)))
+            keep.append(ws)
         except Exception as e:
             status = 1
             not_timed(name, "error: " + one_line(e))
-        finally:
-            ws = None  # the workspace (version 1's is large) goes back before the next version
-            torch.cuda.empty_cache()
+    budget_ms = a.budget_s * 1e3
+    rounds = max(1, min(a.rounds, a.iters))  # as timings_in_turns() counts them
+    per_turn = -(-a.iters // rounds)
+    turns = {name: run for name, run, first_ms, _ in entries
+             if first_ms * (a.warmup + rounds * (per_turn + 1)) <= budget_ms}
+    timed_in_turns = timings_in_turns(turns, flush, a.iters, a.warmup, a.rounds) if turns else {}
+    for name, run, first_ms, kw in entries:
+        try:
+            if name in timed_in_turns:
+                t = timed_in_turns[name]
+                if isinstance(t, Exception):
+                    raise t
+                record(name, t[0], t[1], rounds * per_turn, **kw)
+                continue
+            t = timed(run, first_ms, a, flush)
+            if t is None:
+                why = f"skipped: one run took {first_ms / 1e3:.1f} s > --budget-s"
+                if name.startswith("sdpa"):
+                    not_timed(name, why)
+                else:
+                    not_timed(name, f"{why} ({kw['check']} against flash)")
+            else:
+                record(name, *t, **kw)
+        except Exception as e:
+            status |= 0 if name.startswith("sdpa") else 1
+            not_timed(name, "error: " + one_line(e))
+    del keep, entries, turns
+    torch.cuda.empty_cache()
     return res, status
 
 
@@ -869,6 +892,9 @@ def parse(argv):
     only.add_argument("--memory-only", action="store_true")
     ap.add_argument("--bar", type=float, default=2.0,
                     help="largest rel L2 error of a version over flash's (0: report only)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which a shape's implementations take turns (--iters runs "
+                         "each in all)")
     ap.add_argument("--budget-s", type=float, default=10.0,
                     help="seconds of runs per implementation and shape in the timing part")
     ap.add_argument("--busy-us", type=float, default=100.0,
@@ -898,8 +924,8 @@ def parse(argv):
         ap.error("--causal and --mem-causal take 0 and 1")
     if any(v < 1 or v > L09_VERSIONS for v in lists[3] + lists[5]):
         ap.error(f"versions are 1 to {L09_VERSIONS}")
-    if any(n < 1 for n in lists[0] + lists[4]) or a.iters < 1 or a.warmup < 0:
-        ap.error("seqs and --iters must be positive, --warmup not negative")
+    if any(n < 1 for n in lists[0] + lists[4]) or a.iters < 1 or a.warmup < 0 or a.rounds < 1:
+        ap.error("seqs, --iters and --rounds must be positive, --warmup not negative")
     return a
 
 

@@ -141,10 +141,11 @@ def timings_in_turns(fns, flush, iters, warmup, rounds):
             out[name] = e
     torch.cuda.synchronize()
     live = [name for name in fns if name not in out]
-    per_round = -(-max(1, iters) // max(1, rounds))
+    rounds = max(1, min(rounds, iters))  # no more rounds than timed runs
+    per_round = -(-max(1, iters) // rounds)
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
-    for r in range(max(1, rounds)):
+    for r in range(rounds):
         k = r % len(live) if live else 0
         for name in live[k:] + live[:k]:
             if name in out:
