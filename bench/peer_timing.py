@@ -126,9 +126,9 @@ def timings_in_turns(fns, flush, iters, warmup, rounds):
     round. Timed one block after another, a function finds the GPU as the ones before it left it
     (clocks and temperature drift over a call by several percent); taking turns spreads that drift
     over all of them alike. The untimed run keeps what a block gave every run but its first: the
-    same function just before it. A peer called through PyTorch or the cuDNN frontend, several
-    launches behind Python, ran its first run after another function's 2-4% slower than its second
-    (docs/results/h200-l05p-2026-11-29/turns-vs-blocks.log); the lessons' single launches did not.
+    same function just before it. cuDNN called through PyTorch or the cuDNN frontend ran its first
+    run after another function's 1.5-4.7% slower than its second, the lessons' single launches
+    0.3-1.5% (docs/results/h200-l05p-2026-11-29/turns-vs-blocks.log).
 
     fns: {name: fn}. Returns {name: (median, min) in ms}, or {name: the exception} for a function
     that raised, which then leaves the rounds while the others go on."""
