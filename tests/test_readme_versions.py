@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Each lesson README's versions table names exactly the versions its program prints, and every
-version file opens with the course's header template.
+"""Each lesson README's versions table names exactly the versions its program prints, every
+version file opens with the course's header template, and the top README's table of lessons gives
+each lesson's versions up to its last version file.
 
     tests/test_readme_versions.py SOURCE_DIR BUILD_DIR
 
@@ -87,9 +88,37 @@ def header_problems(folder):
     return bad, len(files)
 
 
+def front_page_problems(src):
+    """The top README's table of lessons: where a lesson's Versions cell gives a range (`1-7`), its
+    largest version number must be the number of version files (vN_*.cu) in the lesson's folder,
+    so that the front page cannot fall behind a lesson that gains a version. Returns (checked,
+    problems)."""
+    checked, bad = 0, []
+    for line in open(os.path.join(src, "README.md"), encoding="utf-8").read().splitlines():
+        m = re.match(r"\|\s*(\d\d)\s*\|\s*\[[^]]*\]\((lessons/\d\d_\w+)/?\)\s*\|", line)
+        if not m:
+            continue
+        cell = cells(line)[-1]
+        if not re.search(r"\b1-\d+\b", cell):
+            continue  # a count in words (lesson 01's probes) or a lesson in progress
+        most = max(int(x) for x in re.findall(r"\b\d+\b", cell))
+        files = glob.glob(os.path.join(src, m.group(2), "v[0-9]*_*.cu"))
+        checked += 1
+        if most != len(files):
+            bad.append(f"lesson {int(m.group(1))}: the front page's versions go to {most}, "
+                       f"{m.group(2)}/ has {len(files)} version files")
+    return checked, bad
+
+
 def main():
     src, build = sys.argv[1], sys.argv[2]
     bad = 0
+    checked, problems = front_page_problems(src)
+    for p in problems:
+        print(f"FAIL front page: {p}")
+    bad += len(problems)
+    if not problems:
+        print(f"ok   front page: {checked} lessons' version ranges match their version files")
     # Lessons this build leaves out on purpose (lesson 05 without sm_90a): their headers are still
     # checked, their program is not there to ask.
     left_out = {}
