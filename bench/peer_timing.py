@@ -119,6 +119,13 @@ def timings(fn, flush, iters, warmup):
     return _median_min([_timed_run(fn, flush, start, stop) for _ in range(max(1, iters))])
 
 
+def turn_plan(iters, rounds):
+    """(rounds, timed runs a round) of timings_in_turns(): no more rounds than timed runs, and at
+    least `iters` timed runs in all."""
+    rounds = max(1, min(rounds, iters))
+    return rounds, -(-max(1, iters) // rounds)
+
+
 def timings_in_turns(fns, flush, iters, warmup, rounds):
     """timings() for several functions taking turns. Each is warmed up, then in each of `rounds`
     rounds every function runs once untimed and then ceil(iters / rounds) times timed, each timed
@@ -141,8 +148,7 @@ def timings_in_turns(fns, flush, iters, warmup, rounds):
             out[name] = e
     torch.cuda.synchronize()
     live = [name for name in fns if name not in out]
-    rounds = max(1, min(rounds, iters))  # no more rounds than timed runs
-    per_round = -(-max(1, iters) // rounds)
+    rounds, per_round = turn_plan(iters, rounds)
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     for r in range(rounds):
