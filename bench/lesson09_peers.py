@@ -25,7 +25,9 @@ Three parts, in one process on one GPU (each can run alone: --timing-only, --acc
    dP = dO V^T, dQ = dS K, dK = dS^T Q) where the forward does two, so it is counted as 2.5 times
    the forward's 4 * dim flops per visible (query, key) pair; causal counts the exact visible
    pairs (seq (seq + 1) / 2 per head), as the C harness does (attn_visible_pairs, common/types.c),
-   not quite half.
+   not quite half. --group G times GQA beside the grid: heads / G KV heads, each shared by G query
+   heads (dK and dV summed over the group; the flops count per query head, as without it). Seqs
+   off the grid (not dividing 16384) keep batch = 16384 // seq.
    A version whose workspace does not fit in free memory (version 1 keeps two fp32 seq x seq
    matrices per (batch, head): 8 * batch * heads * seq^2 bytes) is skipped with a line saying how
    much it needs; one whose single run takes longer than --budget-s is checked but not timed, and
@@ -53,7 +55,7 @@ Three parts, in one process on one GPU (each can run alone: --timing-only, --acc
 
     python3 bench/lesson09_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10]
         [--warmup 3] [--rounds 5] [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128]
-        [--causal 0,1] [--versions 1,2,3,4,5,6,7] [--csv FILE] [--out DIR] [--quick]
+        [--causal 0,1] [--versions 1,2,3,4,5,6,7] [--group 1] [--csv FILE] [--out DIR] [--quick]
         [--timing-only | --accuracy-only | --memory-only] [--bar 2.0] [--budget-s 10]
         [--busy-us 100] [--max-gb G] [--accuracy-csv FILE] [--memory-csv FILE]
         [--mem-seqs 1024,...,65536] [--mem-batch 1] [--mem-heads 16] [--mem-dim 128]
@@ -436,14 +438,16 @@ def timing_part(a, lesson, versions, flush, out, short_csv):
     rows, status = [], 0
     what = ("attention backward: dQ, dK, dV from Q, K, V, O, LSE, dO; flops 2.5x the forward's, "
             "causal: visible pairs")
-    print(f"\nPart 1, timing: tokens {TOKENS}, hidden {HIDDEN}, bf16; the backward alone, median "
-          f"of --iters {a.iters} in {a.rounds} rounds taking turns (fewer where a run is slow: "
-          f"the iters column), budget "
-          f"{a.budget_s:g} s per implementation and shape", flush=True)
+    gqa = f", {a.group} query heads per KV head" if a.group > 1 else ""
+    print(f"\nPart 1, timing: tokens {TOKENS}, hidden {HIDDEN}{gqa}, bf16; the backward alone, "
+          f"median of --iters {a.iters} in {a.rounds} rounds taking turns (fewer where a run is "
+          f"slow: the iters column), budget {a.budget_s:g} s per implementation and shape",
+          flush=True)
     for dim in ints(a.dims):
         for causal in ints(a.causal):
             for seq in ints(a.seqs):
-                s = Shape(TOKENS // seq, HIDDEN // dim, HIDDEN // dim, seq, seq, dim, causal)
+                heads = HIDDEN // dim
+                s = Shape(TOKENS // seq, heads, heads // a.group, seq, seq, dim, causal)
                 if s.batch < 1 or s.heads < 1:
                     print(f"l09 dim={dim} seq={seq} skipped: batch {TOKENS} / seq < 1")
                     continue
@@ -459,6 +463,8 @@ def time_shape(a, lesson, versions, flush, out, short_csv, s, what):
     c = Case(s, a.seed + 1000 * s.seq_q + s.dim + s.causal)
     flops = backward_flops(s)
     where = f"dim={s.dim} causal={s.causal} seq={s.seq_q} batch={s.batch} heads={s.heads}"
+    if s.kv_heads != s.heads:
+        where += f" kv_heads={s.kv_heads}"
     res, ref, status = {}, None, 0
 
     def record(name, ms, best, iters, check="", diff=None, rel=None):
@@ -880,6 +886,8 @@ def parse(argv):
     ap.add_argument("--causal", default=None, help="default 0,1")
     ap.add_argument("--versions", default=None,
                     help=f"lesson 09 versions (default: 1..{L09_VERSIONS})")
+    ap.add_argument("--group", type=int, default=1,
+                    help="timing: query heads per KV head (GQA), dividing 2048 / dim (default 1)")
     ap.add_argument("--csv", default=None, help="the timing table in lesson 04's short format")
     ap.add_argument("--out", default=None, help="folder for peers-lesson09.csv, "
                     "accuracy-lesson09.csv and memory-lesson09.csv (default: $PEERS_OUT; "
@@ -927,6 +935,9 @@ def parse(argv):
         ap.error(f"versions are 1 to {L09_VERSIONS}")
     if any(n < 1 for n in lists[0] + lists[4]) or a.iters < 1 or a.warmup < 0 or a.rounds < 1:
         ap.error("seqs, --iters and --rounds must be positive, --warmup not negative")
+    if a.group < 1 or any((HIDDEN // d) % a.group for d in lists[1]):
+        ap.error(f"--group {a.group}: it must divide every dim's heads ("
+                 + ", ".join(f"{HIDDEN // d} at dim {d}" for d in lists[1]) + ")")
     return a
 
 

@@ -95,7 +95,11 @@ Timing, as lesson07_peers.py times: each run alone between CUDA events, the L2 f
 (bench/peer_timing.py reads a buffer twice the L2's size) and then (--busy-us) a sleep kernel, so
 that the GPU is still busy while the host enqueues the run: the figure is the GPU's time, not the
 host's launch cost (Python, ctypes, cuDNN's execute), which each line prints apart as host_us (the
-mean of 10 back-to-back calls); --iters runs after --warmup, the figure is the median.
+mean of 10 back-to-back calls); the figure is the median of --iters timed runs. A step's
+implementations are first each run once and checked, then timed taking turns: --warmup runs each,
+then --rounds rounds (default 5), each running every implementation once untimed and then --iters
+/ --rounds times timed, the order rotated from round to round (bench/peer_timing.py,
+timings_in_turns), so that the clocks' drift over the step falls on all of them alike.
 
 Check: every implementation's O, NaN-poisoned before its checked run, is compared with an fp32
 torch reference computed per sequence on dense copies of K and V with the same mask (explicit
@@ -114,7 +118,8 @@ row.
     python3 bench/lesson10_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,16,64] [--kvs 4096,32768,131072] [--tokens 1,2,4,8,16] [--mask causal]
         [--dims 128,256] [--heads 32] [--kv-heads 8] [--block-size 16] [--max-gb 24]
-        [--ref-max 268435456] [--busy-us 100] [--peak-gbs G] [--no-fp8] [--out DIR]
+        [--ref-max 268435456] [--busy-us 100] [--rounds 5] [--peak-gbs G] [--no-fp8]
+        [--out DIR]
 
 Prints one line per measurement (`l10 impl=... dim=... batch=... seq_kv=... tokens=... mask=...
 us=... tbs=... pct_hbm=... vs_one_token=... host_us=...`; the FP8 row prints vs_bf16= in place of
@@ -166,7 +171,8 @@ try:  # torch is optional until main(): without it the script says so and exits 
     from lesson02_peers import hbm_peak_gbs
     from lesson07_peers import load_lib as load_l07_lib
     from lesson07_peers import make_pools
-    from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+    from peer_timing import (L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns,
+                             turn_plan)
 except ImportError:
     torch = None
 
@@ -467,6 +473,9 @@ def main():
         help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which a step's implementations take turns (--iters runs each "
+                         "in all)")
     ap.add_argument("--batches", default="1,16,64")
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", type=int, default=8)
@@ -510,6 +519,8 @@ def main():
         ap.error("--batches and --kvs take positive numbers")
     if a.block_size < 1 or a.block_size & (a.block_size - 1):
         ap.error(f"--block-size {a.block_size}: a power of two")
+    if a.iters < 1 or a.warmup < 0 or a.rounds < 1:
+        ap.error("--iters and --rounds must be positive, --warmup not negative")
     if a.heads < 1 or a.kv_heads < 1 or a.heads % a.kv_heads:
         ap.error(f"--heads {a.heads} must be a multiple of --kv-heads {a.kv_heads}")
 
@@ -562,7 +573,9 @@ def main():
     flush = L2Flush()
     cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
     sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
-    print(f"timing: median of {a.iters} runs, L2 flushed before each, then " +
+    rounds, per_round = turn_plan(a.iters, a.rounds)
+    print(f"timing: median of {rounds * per_round} runs in {rounds} rounds taking turns at each "
+          f"step, L2 flushed before each, then " +
           (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
            else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
 
@@ -801,9 +814,10 @@ def measure_step(env, ctx, mask, t):
     what = f"{paged}, lesson 10's version 1 (draft-tiles){tail}"
     if not requested:
         what = f"{paged}, lesson 10's version 1, the one-token reference rate{tail}"
-    res["l10"] = run_impl(env, chk, "l10-v1-draft", mask, o, what, shape, where, True,
-                          lambda: draft_make(step, f"l10_draft_d{dim}"), key, t)
+    entries = [check_impl(env, chk, "l10", "l10-v1-draft", mask, o, what, shape, where, True,
+                          lambda: draft_make(step, f"l10_draft_d{dim}"), key, t)]
     if not requested:
+        res = time_and_report(env, entries)
         return {n: x for n, x in res.items() if x}
 
     # lesson 10's version 4: version 1's step on Hopper's warpgroup (sm_90a, dims 64 and 128)
@@ -814,8 +828,8 @@ def measure_step(env, ctx, mask, t):
         print(f"l10 impl={name} {where} skipped: {why}", flush=True)
         env.out.row(impl=f"{name}-{mask}", what=what, check=f"skipped: {why}", **shape)
     else:
-        res["wg"] = run_impl(env, chk, name, mask, o, what, shape, where, True,
-                             lambda: draft_make(step, f"l10_wg_d{dim}", wg=True), key, t)
+        entries.append(check_impl(env, chk, "wg", name, mask, o, what, shape, where, True,
+                                  lambda: draft_make(step, f"l10_wg_d{dim}", wg=True), key, t))
 
     # lesson 10's version 2: the same step over the e4m3 copy of the pools (fp8_pools), its
     # figure the bytes it reads: codes and one fp32 scale per key row, K and V
@@ -843,11 +857,8 @@ def measure_step(env, ctx, mask, t):
                 run, note = draft_make(st, f"l10_fp8_d{dim}")
                 run.step = st  # the struct lives as long as the run that points at it
                 return run, note
-            res["fp8"] = run_impl(env, chk, name, mask, o, what, shape8, where, True, fp8_make,
-                                  key, t, checker=check_fp8, vs="l10-v1-draft")
-            v1 = env.ms.get(("l10-v1-draft", key, t))
-            f8 = env.ms.get((name, key, t))
-            res["fp8x"] = v1 / f8 if v1 and f8 else None
+            entries.append(check_impl(env, chk, "fp8", name, mask, o, what, shape8, where, True,
+                                      fp8_make, key, t, checker=check_fp8, vs="l10-v1-draft"))
 
     # lesson 07's version 5: Q [batch, seq_q, heads, dim] is the packed Q for equal counts
     name = "l07-v5-balance"
@@ -872,7 +883,8 @@ def measure_step(env, ctx, mask, t):
                 if err != 0:
                     raise RuntimeError(f"l07_paged_balance_d{dim} returned CUDA error {err}")
             return run, ""
-        res["l07"] = run_impl(env, chk, name, mask, o, what, shape, where, True, l07_make, key, t)
+        entries.append(check_impl(env, chk, "l07", name, mask, o, what, shape, where, True,
+                                  l07_make, key, t))
 
     # cuDNN's paged graph with s_q = t
     if mask != "tree":
@@ -887,8 +899,12 @@ def measure_step(env, ctx, mask, t):
                                ctx.lens_dev.view(batch, 1, 1, 1),
                                table.view(batch, 1, max_blocks, 1), skv, scale, mask == "causal")
         what = f"{paged}, cuDNN SDPA (paged, s_q {t}){tail}"
-        res["cudnn"] = run_impl(env, chk, "cudnn-paged", mask, o, what, shape, where, False,
-                                cudnn_make, key, t)
+        entries.append(check_impl(env, chk, "cudnn", "cudnn-paged", mask, o, what, shape, where,
+                                  False, cudnn_make, key, t))
+    res = time_and_report(env, entries)
+    v1 = env.ms.get(("l10-v1-draft", key, t))
+    f8 = env.ms.get(("l10-v2-fp8", key, t))
+    res["fp8x"] = v1 / f8 if v1 and f8 else None
     return {n: x for n, x in res.items() if x}
 
 
@@ -974,14 +990,14 @@ def check_fp8(chk, name, o):
     return "ok", worst, said, note
 
 
-def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, tokens,
-             checker=check_o, vs=None):
-    """Builds one implementation (make() -> (run, note)), checks its O (checker: check_o, or
-    check_fp8), times it, prints and records it (CSV impl: impl-mask). The line's ratio is
-    vs_one_token, or with vs (an impl name) vs_bf16: that impl's median time at this step over
-    this one's. Returns its TB/s (of shape["bytes"]), or None when it failed; a mismatch, or an
-    error of a lesson kernel (ours), sets env.status."""
-    a, name = env.a, f"{impl}-{mask}"
+def check_impl(env, chk, slot, impl, mask, o, what, shape, where, ours, make, key, tokens,
+                checker=check_o, vs=None):
+    """The first half of an implementation's row: builds it (make() -> (run, note)), runs it once
+    on a NaN-poisoned O and checks that O (checker: check_o, or check_fp8). Returns the entry that
+    time_and_report() times and reports (slot: its key in measure_step's result), or None when it
+    failed to build or run, which is then printed and recorded here (CSV impl: impl-mask). A
+    mismatch, or an error of a lesson kernel (ours), sets env.status."""
+    name = f"{impl}-{mask}"
     try:
         fn, note = make()
         what = what + note
@@ -992,39 +1008,72 @@ def run_impl(env, chk, impl, mask, o, what, shape, where, ours, make, key, token
         what = what + check_note
         if check == "MISMATCH":
             env.status = 1
-        ms, best = timings(fn, env.flush, a.iters, a.warmup)
-        t0 = time.perf_counter()
-        for _ in range(HOST_RUNS):
-            fn()
-        host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
-        torch.cuda.synchronize()
-        env.ms[(impl, key, tokens)] = ms
-        tbs = shape["bytes"] / (ms * 1e-3) / 1e12
+        return argparse.Namespace(slot=slot, impl=impl, name=name, fn=fn, note=note, what=what,
+                                  shape=shape, where=where, ours=ours, key=key, tokens=tokens,
+                                  vs=vs, check=check, diff=diff, said=said)
+    except Exception as e:  # a refused graph, a launcher's error code, a missing frontend
+        impl_error(env, impl, name, what, shape, where, ours, e)
+        return None
+
+
+def impl_error(env, impl, name, what, shape, where, ours, e):
+    text = f"{type(e).__name__}: {e}".replace("\n", " ")
+    print(f"l10 impl={impl} {where} error={text[:600]}", flush=True)
+    env.out.row(impl=name, what=what, check=f"error: {text}"[:200], **shape)
+    if ours:
+        env.status = 1
+
+
+def time_and_report(env, entries):
+    """The second half: the step's checked implementations (check_impl's entries, None for those
+    that failed) timed taking turns (timings_in_turns), then each printed and recorded in the
+    entries' order. The line's ratio is vs_one_token, or with an entry's vs (an impl name)
+    vs_bf16: that impl's median time at this step over this one's. Returns {slot: TB/s (of the
+    entry's shape["bytes"]), or None when it failed}."""
+    a = env.a
+    live = [e for e in entries if e is not None]
+    got = (timings_in_turns({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup,
+                            a.rounds) if live else {})
+    rounds, per_round = turn_plan(a.iters, a.rounds)
+    res = {}
+    for e in live:
+        res[e.slot] = None
+        try:
+            t = got[e.name]
+            if isinstance(t, Exception):
+                raise t
+            ms, best = t
+            t0 = time.perf_counter()
+            for _ in range(HOST_RUNS):
+                e.fn()
+            host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
+            torch.cuda.synchronize()
+        except Exception as x:  # an error that only a later run met
+            impl_error(env, e.impl, e.name, e.what, e.shape, e.where, e.ours, x)
+            continue
+        env.ms[(e.impl, e.key, e.tokens)] = ms
+        what = e.what
+        tbs = e.shape["bytes"] / (ms * 1e-3) / 1e12
         pct = 100.0 * tbs * 1e3 / env.peak if env.peak == env.peak else float("nan")
-        if impl == "l10-v1-draft" and tokens == 1:
-            env.one[key] = tbs
-        if vs is None:
-            one = env.one.get(key)
+        if e.impl == "l10-v1-draft" and e.tokens == 1:
+            env.one[e.key] = tbs
+        if e.vs is None:
+            one = env.one.get(e.key)
             ratio = f"vs_one_token={tbs / one:.2f}" if one else "vs_one_token=n/a"
         else:
-            other = env.ms.get((vs, key, tokens))
+            other = env.ms.get((e.vs, e.key, e.tokens))
             ratio = f"vs_bf16={other / ms:.2f}" if other else "vs_bf16=n/a"
             if other:
-                what += (f"; {other / ms:.2f}x the speed of {vs} at this step ({other:.5f} ms "
+                what += (f"; {other / ms:.2f}x the speed of {e.vs} at this step ({other:.5f} ms "
                          f"against {ms:.5f} ms)")
-        print(f"l10 impl={impl} {where} us={ms * 1e3:.1f} tbs={tbs:.3f} pct_hbm={pct:.1f} "
-              f"{ratio} host_us={host_us:.1f}{said}{note}", flush=True)
-        env.out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
-                    gbs=f"{tbs * 1e3:.1f}", pct_hbm=f"{pct:.1f}", check=check,
-                    max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
-        return tbs
-    except Exception as e:  # a refused graph, a launcher's error code, a missing frontend
-        text = f"{type(e).__name__}: {e}".replace("\n", " ")
-        print(f"l10 impl={impl} {where} error={text[:600]}", flush=True)
-        env.out.row(impl=name, what=what, check=f"error: {text}"[:200], **shape)
-        if ours:
-            env.status = 1
-        return None
+        print(f"l10 impl={e.impl} {e.where} us={ms * 1e3:.1f} tbs={tbs:.3f} pct_hbm={pct:.1f} "
+              f"{ratio} host_us={host_us:.1f}{e.said}{e.note}", flush=True)
+        env.out.row(impl=e.name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                    gbs=f"{tbs * 1e3:.1f}", pct_hbm=f"{pct:.1f}", check=e.check,
+                    max_abs=f"{e.diff:.3e}" if e.diff is not None else None,
+                    iters=rounds * per_round, **e.shape)
+        res[e.slot] = tbs
+    return res
 
 
 if __name__ == "__main__":
