@@ -11,11 +11,15 @@ bytes, so it is the rate the caller sees.
 The lesson's versions are called through build/lib/libattn_lessons.so (ctypes, l06_forward) on the
 same torch tensors in the lesson's [batch, seq, heads, dim] layout; SDPA gets .transpose(1, 2)
 views. Each run is timed alone with CUDA events, the L2 flushed before it; the figure is the median.
-Every version's O is compared with SDPA flash's.
+Every version's O is compared with SDPA flash's first; then a shape's implementations are timed
+taking turns: --warmup runs each, then --rounds rounds (default 5), each running every
+implementation once untimed and then --iters / --rounds times timed, the order rotated from round
+to round (bench/peer_timing.py, timings_in_turns), so that the clocks' drift over the shape falls
+on all of them alike.
 
     python3 bench/lesson06_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20]
         [--batches 1,8,32,128] [--kv-heads 32,8] [--kvs 1024,8192,32768,131072] [--dims 128,64]
-        [--versions 1,2,3,4,5] [--max-gb 24] [--out DIR]
+        [--versions 1,2,3,4,5] [--rounds 5] [--max-gb 24] [--out DIR]
 
 Shapes whose K + V would pass --max-gb are skipped and said so. Prints one line per measurement
 (`l06 impl=... batch=... kv_heads=... seq_kv=... us=... tbs=...`), then a table of TB/s with the
@@ -31,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns, turn_plan
 
 
 def load_lib(path):
@@ -59,6 +63,9 @@ def main():
         help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which a shape's implementations take turns (--iters runs each "
+                         "in all)")
     ap.add_argument("--batches", default="1,8,32,128")
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", default="32,8")
@@ -70,6 +77,8 @@ def main():
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson06.csv (default: $PEERS_OUT; neither: no CSV)")
     a = ap.parse_args()
+    if a.iters < 1 or a.warmup < 0 or a.rounds < 1:
+        ap.error("--iters and --rounds must be positive, --warmup not negative")
 
     if not torch.cuda.is_available():
         print("lesson06_peers: no CUDA device; nothing measured")
@@ -82,7 +91,8 @@ def main():
           f"cuDNN {torch.backends.cudnn.version()}; bf16; decode, seq_q 1, {a.heads} query heads")
     flush = L2Flush()
     out = PeerCsv(6, peers_out_dir(a.out))
-    out.set_common(iters=a.iters, **software(dev))
+    rounds, per_round = turn_plan(a.iters, a.rounds)
+    out.set_common(iters=rounds * per_round, **software(dev))
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
     heads, table, status = a.heads, [], 0
     for dim in ints(a.dims):
@@ -173,7 +183,12 @@ def measure(lib, a, versions, names, flush, out, stream, shape, kv_bytes):
         impls[f"v{ver}-{names[ver]}"] = ours()
         what[f"v{ver}-{names[ver]}"] = base
 
-    res = {}
+    def error_row(name, e):
+        print(f"l06 impl={name} batch={batch} kv_heads={hkv} seq_kv={skv} error={e}")
+        out.row(impl=name, what=what[name], check=f"error: {e}".replace("\n", " ")[:200], **shape)
+
+    # First every version's check, then the shape's implementations timed taking turns.
+    checked = {}  # name: (check, max |O - flash|, the line's note)
     for name, fn in impls.items():
         try:
             check, diff, note = "", None, ""
@@ -187,18 +202,26 @@ def measure(lib, a, versions, names, flush, out, stream, shape, kv_bytes):
                     note = f" max_abs_vs_flash={diff:.2e}"
                     if not diff < 2e-2:
                         status, check, note = 1, "MISMATCH", note + " MISMATCH"
-            ms, best = timings(fn, flush, a.iters, a.warmup)
-            res[name] = kv_bytes / (ms * 1e-3) / 1e12
-            print(f"l06 impl={name} dim={dim} batch={batch} kv_heads={hkv} seq_kv={skv} "
-                  f"us={ms * 1e3:.1f} tbs={res[name]:.3f}{note}", flush=True)
-            out.row(impl=name, what=what[name], ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
-                    gbs=f"{res[name] * 1e3:.1f}", check=check,
-                    max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
+            checked[name] = (check, diff, note)
         except RuntimeError as e:
-            print(f"l06 impl={name} batch={batch} kv_heads={hkv} seq_kv={skv} error={e}")
-            out.row(impl=name, what=what[name], check=f"error: {e}".replace("\n", " ")[:200],
-                    **shape)
+            error_row(name, e)
             status = 1 if name.startswith("v") else status
+    got = (timings_in_turns({n: impls[n] for n in checked}, flush, a.iters, a.warmup, a.rounds)
+           if checked else {})
+    res = {}
+    for name, (check, diff, note) in checked.items():
+        t = got[name]
+        if isinstance(t, Exception):
+            error_row(name, t)
+            status = 1 if name.startswith("v") else status
+            continue
+        ms, best = t
+        res[name] = kv_bytes / (ms * 1e-3) / 1e12
+        print(f"l06 impl={name} dim={dim} batch={batch} kv_heads={hkv} seq_kv={skv} "
+              f"us={ms * 1e3:.1f} tbs={res[name]:.3f}{note}", flush=True)
+        out.row(impl=name, what=what[name], ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                gbs=f"{res[name] * 1e3:.1f}", check=check,
+                max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
     res["_status"] = status
     return res
 

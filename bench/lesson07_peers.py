@@ -43,7 +43,14 @@ l06_forward, l06_varlen_d*) on the same torch tensors; cuDNN gets views of them:
 row is an error row saying why. Each run is timed alone with CUDA events, the L2 flushed before it
 and then (--busy-us) a sleep kernel, so that the GPU is still busy while the host enqueues the run:
 the figure is the GPU's time, not the host's launch cost (Python, ctypes, cuDNN's execute), which
-each line prints apart as host_us; --busy-us 0 is lesson 06's method. The figure is the median.
+each line prints apart as host_us; --busy-us 0 is lesson 06's method. The figure is the median of
+--iters timed runs. A shape's implementations are first each run once and checked, then timed
+taking turns: the dense ones (cuDNN's and lesson 06's) together, then each block size's paged ones
+(cuDNN's and lesson 07's) together; --warmup runs each, then --rounds rounds (default 5), each
+running every implementation of the group once untimed and then --iters / --rounds times timed, the
+order rotated from round to round (bench/peer_timing.py, timings_in_turns), so that the clocks'
+drift over the group falls on all of them alike. The read floor is timed by lesson 06's own harness,
+in a block of its own.
 Every implementation's O, NaN-poisoned before its checked run, is compared with fp32 torch SDPA
 (math) run per sequence on the dense values, or, for shapes of more than --ref-max K elements
 (sum(lengths) * kv_heads * dim), with the first implementation to run (cudnn-dense, else lesson
@@ -52,7 +59,7 @@ Every implementation's O, NaN-poisoned before its checked run, is compared with 
     python3 bench/lesson07_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20] [--warmup 3]
         [--batches 1,8,32,128] [--kv-heads 8] [--kvs 1024,8192,32768,131072] [--dims 128]
         [--block-sizes 16] [--versions 3,4,5] [--no-mixed] [--max-gb 24] [--ref-max 268435456]
-        [--busy-us 100] [--out DIR]
+        [--busy-us 100] [--rounds 5] [--out DIR]
 
 Shapes whose dense K + V would pass --max-gb are skipped and said so (the pools, 1.25 times the
 K + V needed, sit beside them). Prints one line per measurement (`l07 impl=... dim=... kv_heads=...
@@ -74,7 +81,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cudnn_peer import cudnn_handle
-from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns, turn_plan
 
 SHORT = 1024          # the short sequences of the mixed pattern
 TOL = 2e-2            # largest |O - reference| that passes
@@ -135,6 +142,9 @@ def main():
         help="path to libattn_lessons.so (default: $ATTN_LIB, else build/lib of this checkout)")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds in which a group of implementations take turns (--iters runs "
+                         "each in all)")
     ap.add_argument("--batches", default="1,8,32,128")
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", default="8")
@@ -181,7 +191,9 @@ def main():
     cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
     sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
 
-    print(f"timing: median of {a.iters} runs, L2 flushed before each, then " +
+    rounds, per_round = turn_plan(a.iters, a.rounds)
+    print(f"timing: median of {rounds * per_round} runs in {rounds} rounds taking turns, L2 "
+          f"flushed before each, then " +
           (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
            else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
 
@@ -191,7 +203,7 @@ def main():
             sleep(cycles)  # touches no memory: the L2 stays as the flush left it
 
     out = PeerCsv(7, peers_out_dir(a.out))
-    out.set_common(iters=a.iters, **software(dev))
+    out.set_common(iters=rounds * per_round, **software(dev))
     env = argparse.Namespace(a=a, lib=lib, fe=fe, fe_note=fe_note, handle=handle, out=out,
                              flush=flush_then_busy, versions=versions, status=0,
                              stream=ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
@@ -370,10 +382,9 @@ def measure(env, dim, hkv, batch, skv, mixed):
                               max_len)
         return make
 
-    dense = {}
     what = f"dense decode on [batch, seq_kv, kv_heads, dim] K and V, cuDNN SDPA, padding mask{tail}"
-    dense["cudnn-dense"] = run_impl(env, chk, "cudnn-dense" + suffix, o, what, shape, where, False,
-                                    cudnn_make(k.transpose(1, 2), v.transpose(1, 2)))
+    entries = [check_impl(env, chk, "cudnn-dense", "cudnn-dense" + suffix, o, what, shape, where,
+                          False, cudnn_make(k.transpose(1, 2), v.transpose(1, 2)))]
     for ver in (6,) if mixed else (5, 6):
         if mixed:  # version 6 with the lengths, through its own launcher
             ws_bytes = lib.l06_varlen_workspace_bytes(batch, heads, hkv, 1, skv, lens_host, dim)
@@ -398,8 +409,9 @@ def measure(env, dim, hkv, batch, skv, mixed):
             return run, ""
         name = f"l06-v{ver}-{env.l06_names[ver]}"
         what = f"dense decode on [batch, seq_kv, kv_heads, dim] K and V, lesson 06's {name}{tail}"
-        dense[f"l06-v{ver}"] = run_impl(env, chk, name + suffix, o, what, shape, where, True,
-                                        l06_make)
+        entries.append(check_impl(env, chk, f"l06-v{ver}", name + suffix, o, what, shape, where,
+                                  True, l06_make))
+    dense = time_and_report(env, entries)
     dense["l06"] = max((x for x in (dense.get("l06-v5"), dense.get("l06-v6")) if x), default=None)
     dense["floor"] = read_floor(env, "read-floor" + suffix, shape, where,
                                 f"a plain read of the K + V bytes (lesson 06's l06_read_floor){tail}")
@@ -412,10 +424,11 @@ def measure(env, dim, hkv, batch, skv, mixed):
         paged = (f"paged decode, block size {bs}, pages shuffled in a pool with a quarter spare, "
                  f"NaN in unowned slots")
         # [num_blocks, kv_heads, block_size, dim] views of the pools, [batch, 1, max_blocks, 1]
-        res["cudnn-paged"] = run_impl(
-            env, chk, f"cudnn-paged-bs{bs}" + suffix, o, f"{paged}, cuDNN SDPA{tail}", shape, at,
-            False, cudnn_make(pool_k.permute(0, 2, 1, 3), pool_v.permute(0, 2, 1, 3),
-                              table.view(batch, 1, max_blocks, 1), skv))
+        entries = [check_impl(
+            env, chk, "cudnn-paged", f"cudnn-paged-bs{bs}" + suffix, o,
+            f"{paged}, cuDNN SDPA{tail}", shape, at, False,
+            cudnn_make(pool_k.permute(0, 2, 1, 3), pool_v.permute(0, 2, 1, 3),
+                       table.view(batch, 1, max_blocks, 1), skv))]
         for ver in env.versions:
             name = f"v{ver}-{PAGED_NAMES[ver]}-bs{bs}" + suffix
             what = f"{paged}, lesson 07's version {ver}{tail}"
@@ -441,7 +454,10 @@ def measure(env, dim, hkv, batch, skv, mixed):
                     if err != 0:
                         raise RuntimeError(f"{fn.__name__} returned CUDA error {err}")
                 return run, ""
-            res[f"v{ver}"] = run_impl(env, chk, name, o, what, shape, at, True, ours_make)
+            entries.append(check_impl(env, chk, f"v{ver}", name, o, what, shape, at, True,
+                                      ours_make))
+        res.update(time_and_report(env, entries))
+        del entries  # the paged runs hold the pools
         results.append((bs, {n: x for n, x in res.items() if x}))
         pool_k = pool_v = table = None  # freed before the next block size's pools
         torch.cuda.empty_cache()
@@ -467,11 +483,12 @@ def read_floor(env, name, shape, where, what):
     return tbs
 
 
-def run_impl(env, chk, name, o, what, shape, where, ours, make):
-    """Builds one implementation (make() -> (run, note)), checks its O against the reference (the
-    first that runs becomes it when there is none), times it, prints and records it. Returns its
-    TB/s, or None when it failed; a mismatch, or an error of a lesson kernel, sets env.status."""
-    a = env.a
+def check_impl(env, chk, slot, name, o, what, shape, where, ours, make):
+    """The first half of an implementation's row: builds it (make() -> (run, note)) and checks its
+    O, NaN-poisoned first, against the reference (the first that runs becomes it when there is
+    none). Returns the entry time_and_report() times and reports (slot: its key in the shape's
+    results), or None when it failed, which is then printed and recorded here. A mismatch, or an
+    error of a lesson kernel (ours), sets env.status."""
     try:
         fn, note = make()
         what = what + note
@@ -490,26 +507,52 @@ def run_impl(env, chk, name, o, what, shape, where, ours, make):
             said = f" max_abs_vs_{chk['name']}={diff:.2e}"
             if not diff < TOL:  # NaN fails too
                 env.status, check, said = 1, "MISMATCH", said + " MISMATCH"
-        ms, best = timings(fn, env.flush, a.iters, a.warmup)
-        t0 = time.perf_counter()
-        for _ in range(HOST_RUNS):
-            fn()
-        host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
-        torch.cuda.synchronize()
-        tbs = shape["bytes"] / (ms * 1e-3) / 1e12
-        print(f"l07 impl={name} {where} us={ms * 1e3:.1f} tbs={tbs:.3f} host_us={host_us:.1f}"
-              f"{said}{note}", flush=True)
-        env.out.row(impl=name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
-                    gbs=f"{tbs * 1e3:.1f}", check=check,
-                    max_abs=f"{diff:.3e}" if diff is not None else None, **shape)
-        return tbs
+        return argparse.Namespace(slot=slot, name=name, fn=fn, note=note, what=what, shape=shape,
+                                  where=where, ours=ours, check=check, diff=diff, said=said)
     except Exception as e:  # a refused graph, a launcher's error code, a missing frontend
-        text = f"{type(e).__name__}: {e}".replace("\n", " ")
-        print(f"l07 impl={name} {where} error={text[:600]}", flush=True)
-        env.out.row(impl=name, what=what, check=f"error: {text}"[:200], **shape)
-        if ours:
-            env.status = 1
+        impl_error(env, name, what, shape, where, ours, e)
         return None
+
+
+def impl_error(env, name, what, shape, where, ours, e):
+    text = f"{type(e).__name__}: {e}".replace("\n", " ")
+    print(f"l07 impl={name} {where} error={text[:600]}", flush=True)
+    env.out.row(impl=name, what=what, check=f"error: {text}"[:200], **shape)
+    if ours:
+        env.status = 1
+
+
+def time_and_report(env, entries):
+    """The second half: a group's checked implementations (check_impl's entries, None for those
+    that failed) timed taking turns (timings_in_turns), then each printed and recorded in the
+    entries' order. Returns {slot: TB/s} of those that were timed."""
+    a = env.a
+    live = [e for e in entries if e is not None]
+    got = (timings_in_turns({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup,
+                            a.rounds) if live else {})
+    res = {}
+    for e in live:
+        try:
+            t = got[e.name]
+            if isinstance(t, Exception):
+                raise t
+            ms, best = t
+            t0 = time.perf_counter()
+            for _ in range(HOST_RUNS):
+                e.fn()
+            host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
+            torch.cuda.synchronize()
+        except Exception as x:  # an error that only a later run met
+            impl_error(env, e.name, e.what, e.shape, e.where, e.ours, x)
+            continue
+        tbs = e.shape["bytes"] / (ms * 1e-3) / 1e12
+        print(f"l07 impl={e.name} {e.where} us={ms * 1e3:.1f} tbs={tbs:.3f} host_us={host_us:.1f}"
+              f"{e.said}{e.note}", flush=True)
+        env.out.row(impl=e.name, what=e.what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
+                    gbs=f"{tbs * 1e3:.1f}", check=e.check,
+                    max_abs=f"{e.diff:.3e}" if e.diff is not None else None, **e.shape)
+        res[e.slot] = tbs
+    return res
 
 
 if __name__ == "__main__":
