@@ -10,7 +10,14 @@ bytes, so it is the rate the caller sees.
 
 The lesson's versions are called through build/lib/libattn_lessons.so (ctypes, l06_forward) on the
 same torch tensors in the lesson's [batch, seq, heads, dim] layout; SDPA gets .transpose(1, 2)
-views. Each run is timed alone with CUDA events, the L2 flushed before it; the figure is the median.
+views. Each run is timed alone with CUDA events, the L2 flushed before it and then (--busy-us) a
+sleep kernel, so that the GPU is still busy while the host enqueues the run: the figure is the
+GPU's time, not the host's launch cost (Python, PyTorch's dispatch, ctypes), as in lessons 07 and
+10. Without it (--busy-us 0, this script's method until 2026-11-29) and with the implementations
+taking turns, cuDNN's and flash's rows at dim 64 with kv 1k took 77-91 us, where timed in blocks
+(h200-l06c-2026-11-24) they took 20-36 us and the lesson's kernels the same in both
+(h200-l0607-2026-11-29): the host's launch cost, which the sleep kernel keeps out. The figure is
+the median.
 Every version's O is compared with SDPA flash's first; then a shape's implementations are timed
 taking turns: --warmup runs each, then --rounds rounds (default 5), each running every
 implementation once untimed and then --iters / --rounds times timed, the order rotated from round
@@ -19,7 +26,7 @@ on all of them alike.
 
     python3 bench/lesson06_peers.py [--lib build/lib/libattn_lessons.so] [--iters 20]
         [--batches 1,8,32,128] [--kv-heads 32,8] [--kvs 1024,8192,32768,131072] [--dims 128,64]
-        [--versions 1,2,3,4,5] [--rounds 5] [--max-gb 24] [--out DIR]
+        [--versions 1,2,3,4,5] [--rounds 5] [--busy-us 100] [--max-gb 24] [--out DIR]
 
 Shapes whose K + V would pass --max-gb are skipped and said so. Prints one line per measurement
 (`l06 impl=... batch=... kv_heads=... seq_kv=... us=... tbs=...`), then a table of TB/s with the
@@ -74,6 +81,9 @@ def main():
     ap.add_argument("--versions", default="1,2,3,4,5")
     ap.add_argument("--max-gb", type=float, default=24.0,
                     help="skip shapes whose K + V pass this many GB")
+    ap.add_argument("--busy-us", type=float, default=100.0,
+                    help="microseconds of a sleep kernel after each L2 flush, covering the host's "
+                         "launch cost (0: none)")
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson06.csv (default: $PEERS_OUT; neither: no CSV)")
     a = ap.parse_args()
@@ -89,7 +99,17 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}; bf16; decode, seq_q 1, {a.heads} query heads")
-    flush = L2Flush()
+    l2 = L2Flush()
+    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
+    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
+    print("timing: L2 flushed before each run, then " +
+          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
+           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
+
+    def flush():
+        l2()
+        if sleep is not None:
+            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
     out = PeerCsv(6, peers_out_dir(a.out))
     rounds, per_round = turn_plan(a.iters, a.rounds)
     out.set_common(iters=rounds * per_round, **software(dev))
