@@ -13,11 +13,11 @@ same torch tensors in the lesson's [batch, seq, heads, dim] layout; SDPA gets .t
 views. Each run is timed alone with CUDA events, the L2 flushed before it and then (--busy-us) a
 sleep kernel, so that the GPU is still busy while the host enqueues the run: the figure is the
 GPU's time, not the host's launch cost (Python, PyTorch's dispatch, ctypes), as in lessons 07 and
-10. Without it (--busy-us 0, this script's method until 2026-11-29) and with the implementations
-taking turns, cuDNN's and flash's rows at dim 64 with kv 1k took 77-91 us, where timed in blocks
-(h200-l06c-2026-11-24) they took 20-36 us and the lesson's kernels the same in both
-(h200-l0607-2026-11-29): the host's launch cost, which the sleep kernel keeps out. The figure is
-the median.
+10. Without it (--busy-us 0, this script's method until 2026-11-29) cuDNN's and flash's rows at
+dim 64 with kv 1k took 58-91 us on the H200 of that day, with the implementations taking turns or
+not, and 20.6-36.2 us with it, while the lesson's version 5 took 26.7 us either way
+(docs/results/h200-l06t-2026-11-29/launch-cost.log): how much of a launch the flush hides depends
+on the host. The figure is the median.
 Every version's O is compared with SDPA flash's first; then a shape's implementations are timed
 taking turns: --warmup runs each, then --rounds rounds (default 5), each running every
 implementation once untimed and then --iters / --rounds times timed, the order rotated from round
