@@ -9,7 +9,10 @@ lessons' kernels, so every column is comparable).
 The lesson's versions (l05_forward) and lesson 04's version 7 (l04_forward, the best of lesson 04)
 are called through build/lib/libattn_lessons.so (ctypes) on the same torch tensors: [batch, seq,
 heads, dim] is the lessons' BSHD layout; SDPA gets .transpose(1, 2) views. Each run is timed alone
-with CUDA events, the L2 flushed before it; the figure is the median of --iters runs. A shape's
+with CUDA events, the L2 flushed before it and then (--busy-us) a sleep kernel that keeps the GPU
+busy while the host enqueues the run, so that the figure is the GPU's time and not the host's
+launch cost (PyTorch's dispatch, cuDNN's execute, ctypes), as in lessons 07, 09 and 10; the
+figure is the median of --iters runs. A shape's
 rows take turns: --rounds rounds (default 5), each running every row once untimed and then
 --iters / --rounds times timed, in an order rotated from round to round, so that the clocks' drift
 over the shape's seconds falls on every row alike rather than on whichever ran last
@@ -19,7 +22,8 @@ status 1.
 
     python3 bench/lesson05_peers.py [--lib build/lib/libattn_lessons.so] [--iters 10] [--rounds 5]
         [--seqs 512,1024,2048,4096,8192,16384] [--dims 64,128] [--causal 0,1] [--versions 1,2]
-        [--batch B] [--heads H1,H2] [--kv-heads K] [--peak-gbs G] [--csv FILE] [--out DIR]
+        [--batch B] [--heads H1,H2] [--kv-heads K] [--peak-gbs G] [--busy-us 100] [--csv FILE]
+        [--out DIR]
 
 --batch and --heads replace the papers' rule (batch = 16384 / seq, heads = 2048 / dim): with
 --heads 64,66 at --batch 1 --seqs 4096 the grid holds 2048 and 2112 blocks of 128 query rows, 15.5
@@ -206,6 +210,9 @@ def main():
                     help="K and V heads, dividing every --heads (default: as many as query heads)")
     ap.add_argument("--peak-gbs", type=float, default=0.0,
                     help="HBM peak in GB/s for pct_hbm (default: 2 x memory clock x bus width)")
+    ap.add_argument("--busy-us", type=float, default=100.0,
+                    help="microseconds of a sleep kernel after each L2 flush, covering the host's "
+                         "launch cost (0: none, the bench's method until 2026-11-29)")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--out", default=None,
                     help="folder for peers-lesson05.csv (default: $PEERS_OUT; neither: no CSV)")
@@ -238,7 +245,18 @@ def main():
     peak = hbm_peak_gbs(torch.cuda.current_device(), a.peak_gbs)
     if any(names[v] in FP8_PARTS for v in versions):
         print(f"HBM peak: {peak:.0f} GB/s (the conversions' pct_hbm divides by it)", flush=True)
-    flush = L2Flush()
+    l2 = L2Flush()
+    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
+    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
+    print("timing: L2 flushed before each run, then " +
+          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
+           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
+
+    def flush():
+        l2()
+        if sleep is not None:
+            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
+
     out = PeerCsv(5, peers_out_dir(a.out))
     accuracy = []
     out.set_common(iters=a.iters, **software(dev))
