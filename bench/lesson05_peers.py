@@ -245,17 +245,8 @@ def main():
     peak = hbm_peak_gbs(torch.cuda.current_device(), a.peak_gbs)
     if any(names[v] in FP8_PARTS for v in versions):
         print(f"HBM peak: {peak:.0f} GB/s (the conversions' pct_hbm divides by it)", flush=True)
-    l2 = L2Flush()
-    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
-    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
-    print("timing: L2 flushed before each run, then " +
-          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
-           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
-
-    def flush():
-        l2()
-        if sleep is not None:
-            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
+    flush = L2Flush(a.busy_us)
+    print(f"timing: {flush.what}", flush=True)
 
     out = PeerCsv(5, peers_out_dir(a.out))
     accuracy = []

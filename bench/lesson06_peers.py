@@ -99,17 +99,8 @@ def main():
     dev = torch.cuda.get_device_properties(0)
     print(f"device: {dev.name}, {dev.multi_processor_count} SMs; torch {torch.__version__}, "
           f"cuDNN {torch.backends.cudnn.version()}; bf16; decode, seq_q 1, {a.heads} query heads")
-    l2 = L2Flush()
-    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
-    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
-    print("timing: L2 flushed before each run, then " +
-          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
-           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
-
-    def flush():
-        l2()
-        if sleep is not None:
-            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
+    flush = L2Flush(a.busy_us)
+    print(f"timing: {flush.what}", flush=True)
     out = PeerCsv(6, peers_out_dir(a.out))
     rounds, per_round = turn_plan(a.iters, a.rounds)
     out.set_common(iters=rounds * per_round, **software(dev))

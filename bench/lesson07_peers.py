@@ -187,25 +187,15 @@ def main():
     print(f"cuDNN peer: {fe_note}" if fe is not None else
           f"cuDNN peer: UNAVAILABLE, its rows are errors: {fe_note}", flush=True)
 
-    flush = L2Flush()
-    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
-    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
-
+    flush = L2Flush(a.busy_us)
     rounds, per_round = turn_plan(a.iters, a.rounds)
-    print(f"timing: median of {rounds * per_round} runs in {rounds} rounds taking turns, L2 "
-          f"flushed before each, then " +
-          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
-           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
-
-    def flush_then_busy():
-        flush()
-        if sleep is not None:
-            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
+    print(f"timing: median of {rounds * per_round} runs in {rounds} rounds taking turns, "
+          f"{flush.what}", flush=True)
 
     out = PeerCsv(7, peers_out_dir(a.out))
     out.set_common(iters=rounds * per_round, **software(dev))
     env = argparse.Namespace(a=a, lib=lib, fe=fe, fe_note=fe_note, handle=handle, out=out,
-                             flush=flush_then_busy, versions=versions, status=0,
+                             flush=flush, versions=versions, status=0,
                              stream=ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
                              l06_names={v: lib.l06_version_name(v).decode() for v in (5, 6)})
     table = []

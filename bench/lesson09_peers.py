@@ -960,14 +960,7 @@ def main(argv=None):
           f"cuDNN {torch.backends.cudnn.version()}; lesson 09 versions "
           f"{', '.join(names)}; O and LSE from lesson 04's version {L04_VERSION}", flush=True)
 
-    sleep_cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> /us
-    sleep = getattr(torch.cuda, "_sleep", None) if sleep_cycles > 0 else None
-    l2 = L2Flush()
-
-    def flush():
-        l2()
-        if sleep is not None:
-            sleep(sleep_cycles)  # touches no memory: the L2 stays as the flush left it
+    flush = L2Flush(a.busy_us)
 
     out_dir = peers_out_dir(a.out)
     common = software(dev)

@@ -570,24 +570,15 @@ def main():
     if "tree" in masks:
         print("cuDNN peer: no tree mask in cuDNN's SDPA; no cudnn-paged rows for --mask tree")
 
-    flush = L2Flush()
-    cycles = int(a.busy_us * (getattr(dev, "clock_rate", 0) / 1e3 or 2000.0))  # kHz -> per us
-    sleep = getattr(torch.cuda, "_sleep", None) if cycles > 0 else None
+    flush = L2Flush(a.busy_us)
     rounds, per_round = turn_plan(a.iters, a.rounds)
     print(f"timing: median of {rounds * per_round} runs in {rounds} rounds taking turns at each "
-          f"step, L2 flushed before each, then " +
-          (f"a {a.busy_us:g} us sleep kernel covering the host's launch cost" if sleep is not None
-           else "no sleep kernel (host launch cost not covered beyond the flush)"), flush=True)
-
-    def flush_then_busy():
-        flush()
-        if sleep is not None:
-            sleep(cycles)  # touches no memory: the L2 stays as the flush left it
+          f"step, {flush.what}", flush=True)
 
     out = PeerCsv(10, peers_out_dir(a.out))
-    out.set_common(iters=a.iters, **software(dev))
+    out.set_common(iters=rounds * per_round, **software(dev))
     env = argparse.Namespace(a=a, lib=lib, fe=fe, fe_note=fe_note, handle=handle, out=out,
-                             flush=flush_then_busy, peak=peak, status=0, one={}, masks=masks,
+                             flush=flush, peak=peak, status=0, one={}, masks=masks,
                              tokens=tokens, tokens_run=sorted(set(tokens) | {1}),
                              stream=ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
                              fp8=a.fp8, fp8_why=fp8_why, ms={})

@@ -82,15 +82,31 @@ def software(props):
 
 
 class L2Flush:
-    """Evicts the L2 of the current device by reading a zeroed buffer of twice its size."""
+    """Evicts the L2 of the current device by reading a zeroed buffer of twice its size, then, with
+    busy_us > 0, runs a sleep kernel of that many microseconds (torch.cuda._sleep, which touches no
+    memory), so that the GPU is still busy while the host enqueues the timed run: the figure is the
+    GPU's time, not the host's launch cost (Python, PyTorch's dispatch, cuDNN's execute, ctypes).
+    Without it a run starts as soon as the host has enqueued it and the flush has finished, and
+    whatever the launch takes beyond the flush is in the figure: on an H200 of 2026-11-29 cuDNN's
+    decode at dim 64 with 1k keys took 59-91 us that way and 20.6 us with the sleep kernel
+    (docs/results/h200-l06t-2026-11-29/launch-cost.log). what says which, for the bench's header."""
 
-    def __init__(self):
+    def __init__(self, busy_us=0.0):
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         l2 = getattr(props, "L2_cache_size", 0) or (64 << 20)
         self.buf = torch.zeros(2 * l2 // 4, dtype=torch.float32, device="cuda")
+        khz = getattr(props, "clock_rate", 0) or 2000000  # the SM clock, for the sleep's cycles
+        self.cycles = int(busy_us * khz / 1e3) if busy_us > 0 else 0
+        self.sleep = getattr(torch.cuda, "_sleep", None) if self.cycles > 0 else None
+        self.what = ("L2 flushed before each run, then " +
+                     (f"a {busy_us:g} us sleep kernel covering the host's launch cost"
+                      if self.sleep is not None else
+                      "no sleep kernel (host launch cost not covered beyond the flush)"))
 
     def __call__(self):
         self.buf.sum()  # one read pass; writes only a scalar
+        if self.sleep is not None:
+            self.sleep(self.cycles)  # touches no memory: the L2 stays as the flush left it
 
 
 def _median_min(times):
