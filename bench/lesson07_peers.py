@@ -74,14 +74,13 @@ import ctypes
 import math
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cudnn_peer import cudnn_handle
-from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns, turn_plan
+from peer_timing import L2Flush, PeerCsv, peers_out_dir, software, turn_plan, turns_and_host_us
 
 SHORT = 1024          # the short sequences of the mixed pattern
 TOL = 2e-2            # largest |O - reference| that passes
@@ -518,23 +517,14 @@ def time_and_report(env, entries):
     entries' order. Returns {slot: TB/s} of those that were timed."""
     a = env.a
     live = [e for e in entries if e is not None]
-    got = (timings_in_turns({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup,
-                            a.rounds) if live else {})
+    got = turns_and_host_us({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup, a.rounds,
+                            HOST_RUNS)
     res = {}
     for e in live:
-        try:
-            t = got[e.name]
-            if isinstance(t, Exception):
-                raise t
-            ms, best = t
-            t0 = time.perf_counter()
-            for _ in range(HOST_RUNS):
-                e.fn()
-            host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
-            torch.cuda.synchronize()
-        except Exception as x:  # an error that only a later run met
-            impl_error(env, e.name, e.what, e.shape, e.where, e.ours, x)
+        if isinstance(got[e.name], Exception):  # an error that only a later run met
+            impl_error(env, e.name, e.what, e.shape, e.where, e.ours, got[e.name])
             continue
+        ms, best, host_us = got[e.name]
         tbs = e.shape["bytes"] / (ms * 1e-3) / 1e12
         print(f"l07 impl={e.name} {e.where} us={ms * 1e3:.1f} tbs={tbs:.3f} host_us={host_us:.1f}"
               f"{e.said}{e.note}", flush=True)

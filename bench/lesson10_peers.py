@@ -150,7 +150,6 @@ import ctypes
 import math
 import os
 import sys
-import time
 
 SKIPPED = 77          # exit status of a run that cannot happen here (ctest's SKIP_RETURN_CODE)
 TOL = 2e-2            # largest |O - reference| that passes
@@ -171,8 +170,8 @@ try:  # torch is optional until main(): without it the script says so and exits 
     from lesson02_peers import hbm_peak_gbs
     from lesson07_peers import load_lib as load_l07_lib
     from lesson07_peers import make_pools
-    from peer_timing import (L2Flush, PeerCsv, peers_out_dir, software, timings_in_turns,
-                             turn_plan)
+    from peer_timing import (L2Flush, PeerCsv, peers_out_dir, software, turn_plan,
+                             turns_and_host_us)
 except ImportError:
     torch = None
 
@@ -1023,25 +1022,15 @@ def time_and_report(env, entries):
     entry's shape["bytes"]), or None when it failed}."""
     a = env.a
     live = [e for e in entries if e is not None]
-    got = (timings_in_turns({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup,
-                            a.rounds) if live else {})
-    rounds, per_round = turn_plan(a.iters, a.rounds)
+    got = turns_and_host_us({e.name: e.fn for e in live}, env.flush, a.iters, a.warmup, a.rounds,
+                            HOST_RUNS)
     res = {}
     for e in live:
         res[e.slot] = None
-        try:
-            t = got[e.name]
-            if isinstance(t, Exception):
-                raise t
-            ms, best = t
-            t0 = time.perf_counter()
-            for _ in range(HOST_RUNS):
-                e.fn()
-            host_us = (time.perf_counter() - t0) / HOST_RUNS * 1e6
-            torch.cuda.synchronize()
-        except Exception as x:  # an error that only a later run met
-            impl_error(env, e.impl, e.name, e.what, e.shape, e.where, e.ours, x)
+        if isinstance(got[e.name], Exception):  # an error that only a later run met
+            impl_error(env, e.impl, e.name, e.what, e.shape, e.where, e.ours, got[e.name])
             continue
+        ms, best, host_us = got[e.name]
         env.ms[(e.impl, e.key, e.tokens)] = ms
         what = e.what
         tbs = e.shape["bytes"] / (ms * 1e-3) / 1e12
@@ -1062,7 +1051,7 @@ def time_and_report(env, entries):
         env.out.row(impl=e.name, what=what, ms=f"{ms:.5f}", min_ms=f"{best:.5f}",
                     gbs=f"{tbs * 1e3:.1f}", pct_hbm=f"{pct:.1f}", check=e.check,
                     max_abs=f"{e.diff:.3e}" if e.diff is not None else None,
-                    iters=rounds * per_round, **e.shape)
+                    **e.shape)
         res[e.slot] = tbs
     return res
 

@@ -11,6 +11,7 @@ given by --out or $PEERS_OUT, and scripts/gpu-suite.sh joins them into the run's
 """
 import csv
 import os
+import time
 
 import torch
 
@@ -181,6 +182,27 @@ def timings_in_turns(fns, flush, iters, warmup, rounds):
     for name in live:
         if name not in out:
             out[name] = _median_min(times[name])
+    return out
+
+
+def turns_and_host_us(fns, flush, iters, warmup, rounds, host_runs):
+    """timings_in_turns(), then for each function timed, its host cost: the mean wall time of
+    host_runs calls back to back (the host's side of a launch, which the sleep kernel keeps out of
+    the timed figure). Returns {name: (median, min in ms, host us)}, or {name: the exception} for a
+    function that raised, in the turns or in the host's runs."""
+    out = timings_in_turns(fns, flush, iters, warmup, rounds) if fns else {}
+    for name, t in out.items():
+        if isinstance(t, Exception):
+            continue
+        try:
+            t0 = time.perf_counter()
+            for _ in range(host_runs):
+                fns[name]()
+            host_us = (time.perf_counter() - t0) / host_runs * 1e6
+            torch.cuda.synchronize()
+            out[name] = (t[0], t[1], host_us)
+        except Exception as e:
+            out[name] = e
     return out
 
 
