@@ -41,20 +41,21 @@ The FP8 versions (dim 128 only) are version 6 (`fp8-e4m3`, one scale per tensor)
 at the exponentials), version 11 (`fp8-persistent`, version 10 in persistent blocks), version 12
 (`fp8-q-in-kernel`, version 11 reading Q in bf16 and converting it itself; its pass converts K and V
 only) and version 13 (`fp8-exp-fma`, version 12 with half its exponentials on the FMA pipes; version
-12's pass). Each selected one runs three ways: as the harness times it, converting first (its `vN-fp8-...` row, on
+12's pass) and version 14 (`fp8-half-tile`, version 13 running the diagonal's half-masked last tile
+over its first 128 keys; version 12's pass). Each selected one runs three ways: as the harness times it, converting first (its `vN-fp8-...` row, on
 a workspace allocated once, as the harness passes one; l05_forward allocates one per call); its
 kernel alone, on a workspace its conversion filled once before the timing (`fp8-kernel-only` for
 version 6, `fp8t-kernel-only` for version 7, `fp8w-kernel-only` for version 10, `fp8p-kernel-only`
 for version 11, `fp8q-kernel-only` for version 12, which also reads the bf16 Q, `fp8x-kernel-only`
-for version 13, the same way), its output checked against flash's with the FP8 tolerance; and its
+for version 13, `fp8h-kernel-only` for version 14, the same way), its output checked against flash's with the FP8 tolerance; and its
 conversion alone, on a workspace of its own (`fp8-convert`, `fp8t-convert`, `fp8q-convert`; versions
-10 and 11 use version 7's, version 13 version 12's, not timed again).
+10 and 11 use version 7's, versions 13 and 14 version 12's, not timed again).
 A conversion has no output to check and no FLOPs: its figure is the bytes any conversion must move
 over its median time, each bf16 value of Q, K and V read once and its e4m3 written once (3 bytes a
 value, the scales not counted; K and V only for version 12's), in GB/s and as a percentage of the HBM peak (2 x memory clock x bus
 width, bench/lesson02_peers.py's hbm_peak_gbs; --peak-gbs replaces it). A library without version
-7's, 10's, 11's, 12's or 13's entry points (l05_fp8t_*, l05_fp8w_*, l05_fp8p_*, l05_fp8q_*,
-l05_fp8x_*) still loads; that version's kernel-alone and
+7's, 10's, 11's, 12's, 13's or 14's entry points (l05_fp8t_*, l05_fp8w_*, l05_fp8p_*, l05_fp8q_*,
+l05_fp8x_*, l05_fp8h_*) still loads; that version's kernel-alone and
 conversion rows are then errors saying so. Beside version 6, cuDNN's FP8 attention (`cudnn-fp8`, the nvidia-cudnn-frontend graph, from .peers/ when
 it is not installed: bench/cudnn_peer.py) on the same e4m3 values and per-tensor scales, timed
 alone as the lesson's kernel is; without the frontend its rows are errors saying why.
@@ -102,6 +103,8 @@ FP8P_KERNEL = "fp8p-kernel-only"
 FP8Q_KERNEL = "fp8q-kernel-only"
 # Version 13's kernel (version 12 with half the exponentials on the FMA pipes), the same way.
 FP8X_KERNEL = "fp8x-kernel-only"
+# Version 14's kernel (version 13 with the diagonal's half tile), the same way.
+FP8H_KERNEL = "fp8h-kernel-only"
 # Each FP8 version's conversion of Q, K and V timed alone.
 FP8_CONVERT = "fp8-convert"
 FP8T_CONVERT = "fp8t-convert"
@@ -109,17 +112,18 @@ FP8T_CONVERT = "fp8t-convert"
 FP8Q_CONVERT = "fp8q-convert"
 # The FP8 versions by the name the library gives them: the prefix of their C entry points, the row
 # of their kernel alone and the row of their conversion alone (None: another version's, versions
-# 10 and 11's being version 7's and version 13's version 12's, not timed again).
+# 10 and 11's being version 7's and versions 13 and 14's version 12's, not timed again).
 FP8_E4M3, FP8_TILES, FP8_WIDE, FP8_PERSISTENT = "fp8-e4m3", "fp8-tiles", "fp8-wide", "fp8-persistent"
-FP8_Q_IN_KERNEL, FP8_EXP_FMA = "fp8-q-in-kernel", "fp8-exp-fma"
+FP8_Q_IN_KERNEL, FP8_EXP_FMA, FP8_HALF_TILE = "fp8-q-in-kernel", "fp8-exp-fma", "fp8-half-tile"
 FP8_PARTS = {FP8_E4M3: ("l05_fp8", FP8_KERNEL, FP8_CONVERT),
              FP8_TILES: ("l05_fp8t", FP8T_KERNEL, FP8T_CONVERT),
              FP8_WIDE: ("l05_fp8w", FP8W_KERNEL, None),
              FP8_PERSISTENT: ("l05_fp8p", FP8P_KERNEL, None),
              FP8_Q_IN_KERNEL: ("l05_fp8q", FP8Q_KERNEL, FP8Q_CONVERT),
-             FP8_EXP_FMA: ("l05_fp8x", FP8X_KERNEL, None)}
+             FP8_EXP_FMA: ("l05_fp8x", FP8X_KERNEL, None),
+             FP8_HALF_TILE: ("l05_fp8h", FP8H_KERNEL, None)}
 # The entry points whose kernel reads the bf16 Q as its first argument.
-FP8_Q_ARG = {"l05_fp8q", "l05_fp8x"}
+FP8_Q_ARG = {"l05_fp8q", "l05_fp8x", "l05_fp8h"}
 # The bytes a conversion must move: each bf16 value of Q, K and V read once (2 bytes) and its e4m3
 # written once (1 byte); the scales are not counted.
 CONVERT_BYTES_PER_VALUE = 3
@@ -147,7 +151,7 @@ def load_lib(path):
     # required; a build older than version 7 lacks version 7's, and only its rows say so.
     fp8 = {"l05_fp8": fp8_entry_points(lib, "l05_fp8")}
     for prefix, ver in (("l05_fp8t", 7), ("l05_fp8w", 10), ("l05_fp8p", 11), ("l05_fp8q", 12),
-                        ("l05_fp8x", 13)):
+                        ("l05_fp8x", 13), ("l05_fp8h", 14)):
         try:
             fp8[prefix] = fp8_entry_points(lib, prefix)
         except AttributeError as e:
@@ -501,39 +505,41 @@ def main():
               f" {best / cu if cu else 0:>10.2f} {best / l4 if l4 else 0:>8.2f}")
     # the FP8 versions end to end (conversion timed), by the name the library gives them
     e2e = {names[v]: n for v, n in zip(versions, vnames)}
-    v6, v7, v10, v11, v12, v13 = (e2e.get(n) for n in (FP8_E4M3, FP8_TILES, FP8_WIDE,
-                                                        FP8_PERSISTENT, FP8_Q_IN_KERNEL,
-                                                        FP8_EXP_FMA))
+    v6, v7, v10, v11, v12, v13, v14 = (e2e.get(n) for n in (FP8_E4M3, FP8_TILES, FP8_WIDE,
+                                                             FP8_PERSISTENT, FP8_Q_IN_KERNEL,
+                                                             FP8_EXP_FMA, FP8_HALF_TILE))
     fp8 = [r for r in rows if r[0] == 128 and (r[6] or any(
         r[5].get(n) for n in (FP8_KERNEL, FP8T_KERNEL, FP8W_KERNEL, FP8P_KERNEL, FP8Q_KERNEL,
-                              FP8X_KERNEL, CUDNN_FP8, v6, v7, v10, v11, v12, v13) if n))]
+                              FP8X_KERNEL, FP8H_KERNEL, CUDNN_FP8, v6, v7, v10, v11, v12, v13,
+                              v14) if n))]
     if fp8:
         err = {(x["impl"], x["causal"], x["seq"]): x for x in accuracy}
         v5 = next((n for n in vnames if n.startswith("v5-")), None)
         print(f"\nFP8 at dim 128: TFLOP/s of the kernels alone, on inputs converted before the "
               f"timing (fp8k: version 6's, {FP8_KERNEL};\nfp8tk: version 7's, {FP8T_KERNEL}; "
               f"fp8wk: version 10's, {FP8W_KERNEL}; fp8pk: version 11's, {FP8P_KERNEL}; fp8qk: "
-              f"version 12's, {FP8Q_KERNEL}; fp8xk: version 13's, {FP8X_KERNEL}),\nand of cuDNN's "
-              f"FP8 ({CUDNN_FP8}); v6/v5 ... v13/v5: the versions end to end (conversion timed) over version 5; "
+              f"version 12's, {FP8Q_KERNEL}; fp8xk: version 13's, {FP8X_KERNEL};\nfp8hk: version 14's, "
+              f"{FP8H_KERNEL}), and of cuDNN's FP8 ({CUDNN_FP8}); v6/v5 ... v14/v5: the versions end to end (conversion timed) over version 5; "
               f"cvt6, cvt7, cvt12: the conversions alone\n"
               f"({FP8_CONVERT}, {FP8T_CONVERT}, {FP8Q_CONVERT}), GB/s of "
               f"{CONVERT_BYTES_PER_VALUE} bytes a value of Q, K and V (K and V for cvt12; HBM peak "
               f"{peak:.0f} GB/s);\nthe error against float64 on sampled rows (relative L2)")
         print(f"{'causal':>6} {'seq':>6} {'fp8k':>6} {'fp8tk':>6} {'fp8wk':>6} {'fp8pk':>6} "
-              f"{'fp8qk':>6} {'fp8xk':>6} {'cudnn-fp8':>9} {'fp8pk/cudnn':>11} "
-              f"{'fp8xk/cudnn':>11} {'fp8k/v5':>7} {'fp8tk/v5':>8} "
-              f"{'fp8wk/v5':>8} {'fp8pk/v5':>8} {'fp8qk/v5':>8} {'fp8xk/v5':>8} {'v6/v5':>5} "
-              f"{'v7/v5':>5} {'v10/v5':>6} {'v11/v5':>6} {'v12/v5':>6} {'v13/v5':>6} {'cvt6':>5} "
+              f"{'fp8qk':>6} {'fp8xk':>6} {'fp8hk':>6} {'cudnn-fp8':>9} {'fp8pk/cudnn':>11} "
+              f"{'fp8xk/cudnn':>11} {'fp8hk/cudnn':>11} {'fp8k/v5':>7} {'fp8tk/v5':>8} "
+              f"{'fp8wk/v5':>8} {'fp8pk/v5':>8} {'fp8qk/v5':>8} {'fp8xk/v5':>8} {'fp8hk/v5':>8} "
+              f"{'v6/v5':>5} {'v7/v5':>5} {'v10/v5':>6} {'v11/v5':>6} {'v12/v5':>6} {'v13/v5':>6} "
+              f"{'v14/v5':>6} {'cvt6':>5} "
               f"{'cvt7':>5} {'cvt12':>5} "
               f"{'err fp8k':>9} {'err fp8tk':>9} {'err fp8wk':>9} {'err fp8pk':>9} "
-              f"{'err fp8qk':>9} {'err fp8xk':>9} {'err cudnn':>9} {'err v5':>9}")
+              f"{'err fp8qk':>9} {'err fp8xk':>9} {'err fp8hk':>9} {'err cudnn':>9} {'err v5':>9}")
         for dim, causal, seq, batch, heads, res, gbs in fp8:
-            fk, ft, fw, fp, fq, fx, cf = (res.get(n, 0.0) for n in (FP8_KERNEL, FP8T_KERNEL,
-                                                                     FP8W_KERNEL, FP8P_KERNEL,
-                                                                     FP8Q_KERNEL, FP8X_KERNEL,
-                                                                     CUDNN_FP8))
-            b5, e6, e7, e10, e11, e12, e13 = (res.get(n, 0.0) if n else 0.0
-                                              for n in (v5, v6, v7, v10, v11, v12, v13))
+            fk, ft, fw, fp, fq, fx, fh, cf = (res.get(n, 0.0) for n in (FP8_KERNEL, FP8T_KERNEL,
+                                                                         FP8W_KERNEL, FP8P_KERNEL,
+                                                                         FP8Q_KERNEL, FP8X_KERNEL,
+                                                                         FP8H_KERNEL, CUDNN_FP8))
+            b5, e6, e7, e10, e11, e12, e13, e14 = (res.get(n, 0.0) if n else 0.0
+                                                   for n in (v5, v6, v7, v10, v11, v12, v13, v14))
 
             def over(x, y):
                 return x / y if y else 0
@@ -542,16 +548,18 @@ def main():
                 x = err.get((name, causal, seq))
                 return x["rel_l2"] if x else "-"
             print(f"{causal:>6} {seq:>6} {fk:>6.1f} {ft:>6.1f} {fw:>6.1f} {fp:>6.1f} {fq:>6.1f} "
-                  f"{fx:>6.1f} {cf:>9.1f} {over(fp, cf):>11.2f} {over(fx, cf):>11.2f} "
+                  f"{fx:>6.1f} {fh:>6.1f} {cf:>9.1f} {over(fp, cf):>11.2f} {over(fx, cf):>11.2f} "
+                  f"{over(fh, cf):>11.2f} "
                   f"{over(fk, b5):>7.2f} {over(ft, b5):>8.2f} "
                   f"{over(fw, b5):>8.2f} {over(fp, b5):>8.2f} {over(fq, b5):>8.2f} "
-                  f"{over(fx, b5):>8.2f} "
+                  f"{over(fx, b5):>8.2f} {over(fh, b5):>8.2f} "
                   f"{over(e6, b5):>5.2f} {over(e7, b5):>5.2f} {over(e10, b5):>6.2f} "
                   f"{over(e11, b5):>6.2f} {over(e12, b5):>6.2f} {over(e13, b5):>6.2f} "
+                  f"{over(e14, b5):>6.2f} "
                   f"{gbs.get(FP8_CONVERT, 0.0):>5.0f} {gbs.get(FP8T_CONVERT, 0.0):>5.0f} "
                   f"{gbs.get(FP8Q_CONVERT, 0.0):>5.0f} "
                   f"{e(FP8_KERNEL):>9} {e(FP8T_KERNEL):>9} {e(FP8W_KERNEL):>9} "
-                  f"{e(FP8P_KERNEL):>9} {e(FP8Q_KERNEL):>9} {e(FP8X_KERNEL):>9} "
+                  f"{e(FP8P_KERNEL):>9} {e(FP8Q_KERNEL):>9} {e(FP8X_KERNEL):>9} {e(FP8H_KERNEL):>9} "
                   f"{e(CUDNN_FP8):>9} {e(v5) if v5 else '-':>9}")
     return status
 

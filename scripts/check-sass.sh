@@ -5,7 +5,9 @@
 #
 # For every kernel of PROGRAM whose name matches KERNEL_REGEX (an extended regular expression):
 # INSTRUCTION (e.g. HGMMA, the Hopper warpgroup matrix multiply) must appear in its SASS, and no
-# local-memory access (LDL, STL: registers spilled to the stack) may. Fails when no kernel matches.
+# local-memory access (LDL, STL: registers spilled to the stack) may. INSTRUCTION is a plain string,
+# or after a leading ~ an extended regular expression matched against each line (to tell operand
+# forms apart). Fails when no kernel matches.
 set -u
 prog=$1 regex=$2 want=$3
 # Without cuobjdump (a toolkit without its binary utilities) the check cannot run: skipped (77).
@@ -16,7 +18,7 @@ printf '%s\n' "$sass" | grep -q 'Function : ' || { echo "check-sass: skipped: $p
 # One line per kernel: name, then the counts, from the "Function : name" sections.
 summary=$(printf '%s\n' "$sass" | awk -v want="$want" '
   /Function : / { if (name != "") print name, n_want, n_local; name = $3; n_want = 0; n_local = 0; next }
-  name != "" && index($0, want) { n_want++ }
+  name != "" && (substr(want, 1, 1) == "~" ? match($0, substr(want, 2)) : index($0, want)) { n_want++ }
   name != "" && /[^A-Z](LDL|STL)[. ]/ { n_local++ }
   END { if (name != "") print name, n_want, n_local }')
 matched=0 bad=0

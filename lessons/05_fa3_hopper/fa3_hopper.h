@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 13
+#define L05_VERSIONS 14
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -347,6 +347,33 @@ cudaError_t l05_fp8x_attention(const void *q, const void *workspace, size_t work
 
 /** Version 13's conversion of K and V, then its kernel (what the harness times for version 13). */
 cudaError_t l05_fp8x_forward(const void *q, const void *k, const void *v, void *o, float *lse,
+                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
+                             int causal, float scale, void *workspace, size_t workspace_bytes,
+                             cudaStream_t stream);
+/** @} */
+
+/** @name FP8 with the diagonal's half tile (version 14, head dimension 128)
+ * Version 14 is version 13 running an item's last KV tile over its first 128 keys only where the
+ * other 128 are masked for every row of the item (the causal diagonal of even Q tiles, keys ending
+ * in a tile's first half). Its workspace and conversion are version 12's; its scheduler's counter
+ * is its own.
+ *  @{ */
+/** Version 14's workspace bytes: version 12's (l05_fp8q_workspace_bytes()). */
+size_t l05_fp8h_workspace_bytes(int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim);
+
+/** Version 14's conversion: version 12's (l05_fp8q_quantize()), K and V. */
+cudaError_t l05_fp8h_quantize(const void *q, const void *k, const void *v, int batch, int heads,
+                              int kv_heads, int seq_q, int seq_kv, int dim, void *workspace,
+                              size_t workspace_bytes, cudaStream_t stream);
+
+/** Version 14's attention kernel on the bf16 @p q and a workspace l05_fp8h_quantize() filled, with
+ * version 12's arguments and alignment rules. */
+cudaError_t l05_fp8h_attention(const void *q, const void *workspace, size_t workspace_bytes,
+                               void *o, float *lse, int batch, int heads, int kv_heads, int seq_q,
+                               int seq_kv, int dim, int causal, float scale, cudaStream_t stream);
+
+/** Version 14's conversion of K and V, then its kernel (what the harness times for version 14). */
+cudaError_t l05_fp8h_forward(const void *q, const void *k, const void *v, void *o, float *lse,
                              int batch, int heads, int kv_heads, int seq_q, int seq_kv, int dim,
                              int causal, float scale, void *workspace, size_t workspace_bytes,
                              cudaStream_t stream);

@@ -18,12 +18,14 @@ typedef struct l05_fp8_entry {
 } l05_fp8_entry;
 
 /* The FP8 versions: 6 (a scale per tensor), 7 (a scale per tile), 10 (7's workspace, the
- * exponentials taking turns), 11 (10 in persistent blocks), 12 (11 converting Q itself) and 13
- * (12 with half the exponentials on the FMA pipes). They take a workspace: not in kLaunch. */
-static const l05_fp8_entry kFp8[6] = {
+ * exponentials taking turns), 11 (10 in persistent blocks), 12 (11 converting Q itself), 13
+ * (12 with half the exponentials on the FMA pipes) and 14 (13 with the diagonal's half tile). They
+ * take a workspace: not in kLaunch. */
+static const l05_fp8_entry kFp8[7] = {
     {l05_fp8_workspace_bytes, l05_fp8_forward},   {l05_fp8t_workspace_bytes, l05_fp8t_forward},
     {l05_fp8t_workspace_bytes, l05_fp8w_forward}, {l05_fp8t_workspace_bytes, l05_fp8p_forward},
     {l05_fp8q_workspace_bytes, l05_fp8q_forward}, {l05_fp8x_workspace_bytes, l05_fp8x_forward},
+    {l05_fp8h_workspace_bytes, l05_fp8h_forward},
 };
 
 /* Version @p version's FP8 entry points, or NULL for a bf16 version. */
@@ -41,6 +43,8 @@ static const l05_fp8_entry *fp8_entry(int version) {
       return &kFp8[4];
     case 13:
       return &kFp8[5];
+    case 14:
+      return &kFp8[6];
     default:
       return NULL;
   }
@@ -58,6 +62,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {l05_three_d64, NULL},
     {l05_persist_d64, NULL},
+    {NULL, NULL},
     {NULL, NULL},
     {NULL, NULL},
     {NULL, NULL},
@@ -101,7 +106,7 @@ static cudaError_t run_fp8(const attn_problem *p, const attn_args *a, cudaStream
                 p->seq_kv, p->dim, p->causal, attn_scale(p), a->workspace, a->workspace_bytes, s);
 }
 
-/* Versions 6, 7, 10 and 11 share one workspace layout (fp8_workspace.cuh), and versions 12 and 13
+/* Versions 6, 7, 10 and 11 share one workspace layout (fp8_workspace.cuh), and versions 12-14
  * use the same with no Q rows, so smaller: the harness asks once per row, without the version's
  * number, and the largest serves them all. */
 static size_t fp8_workspace(const attn_problem *p) {
@@ -244,6 +249,17 @@ static const attn_version kVersions[L05_ROWS] = {
     {.name = "fp8-exp-fma",
      .summary = "+ the exponentials of the even keys as a line between powers of two on the FMA "
                 "pipes, the odd keys' on the special function unit",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .fp8 = 1,
+     .supports = supports_fp8,
+     .launch = run_fp8,
+     .workspace = fp8_workspace},
+    {.name = "fp8-half-tile",
+     .summary = "+ an item's last KV tile over its first 128 keys only where the other 128 are "
+                "masked for every row (the causal diagonal)",
      .kind = ATTN_DENSE,
      .dtype = ATTN_BF16,
      .min_sm = 90,

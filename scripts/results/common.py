@@ -193,7 +193,11 @@ VERSIONS = {
          "the FMA pipes: the even keys' 2^x as a straight line between powers of two (a clamp and "
          "one integer multiply-add after the multiply-add), the odd keys' on the special function "
          "unit; version 12's pass", "384"],
-        ["14", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["14", "`v14_fp8_half_tile.cu`", "fp8-half-tile", "version 13 running an item's last KV "
+         "tile over its first 128 keys (S m64n128k32, 64 exponentials a thread, P V over one V^T "
+         "panel) where the other 128 are masked for every row: the causal diagonal of even Q "
+         "tiles; version 12's pass", "384"],
+        ["15", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

@@ -16,7 +16,8 @@ L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
                 ("fp8-wide", "fp8w-kernel-only", None),
                 ("fp8-persistent", "fp8p-kernel-only", None),
                 ("fp8-q-in-kernel", "fp8q-kernel-only", "fp8q-convert"),
-                ("fp8-exp-fma", "fp8x-kernel-only", None))
+                ("fp8-exp-fma", "fp8x-kernel-only", None),
+                ("fp8-half-tile", "fp8h-kernel-only", None))
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
