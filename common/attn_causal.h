@@ -43,6 +43,16 @@ static ATTN_HD int attn_kv_tiles_visited(int q0, int br, int seq_q, int seq_kv, 
   return (int)(((long long)n + bc - 1) / bc);
 }
 
+/** 1 when the last KV tile of @p bc keys that the Q tile of rows [q0, q0 + br) visits holds no key
+ *  any of its rows sees in its second half: the keys its last real row sees end within the tile's
+ *  first bc / 2 (lesson 05's version 14 runs that tile as a half tile); 0 otherwise, and when the
+ *  Q tile visits no tile. */
+static ATTN_HD int attn_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal) {
+  const int last_row = (q0 + br < seq_q ? q0 + br : seq_q) - 1;
+  const int n = attn_keys_seen(last_row, seq_q, seq_kv, causal);
+  return n > 0 && n - (n - 1) / bc * bc <= bc / 2;
+}
+
 /** KV tiles, from tile 0, that every row of the Q tile starting at @p q0 sees whole (no mask
  *  needed): the whole tiles among the keys its first row sees. */
 static ATTN_HD int attn_kv_tiles_unmasked(int q0, int seq_q, int seq_kv, int bc, int causal) {

@@ -583,8 +583,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
 
       /* The last tile's second half of keys is masked for every row of the item (the diagonal
        * ends in its first half, or the keys end there): that tile runs as a half tile. */
-      const int n_seen = attn_keys_seen(min(q0 + FA_BR, seq_q) - 1, seq_q, seq_kv, causal);
-      const int half_last = n_tiles > 0 && n_seen - (n_tiles - 1) * FA_BC <= FA_HB;
+      const int half_last = attn_last_tile_half(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
       for (int j = 0; j < n_tiles - half_last; ++j)
         kv_tile(0, j, t + j, acc, row_m, row_l, dkv_row, n_half, n_unmasked, scale_i, q_base, sK_a,
                 sV_a, full_k, full_v, empty_k, empty_v, lane, wg, q0, wr0, g, t4, seq_kv, causal,
