@@ -23,11 +23,13 @@
  * faster at seq 4k, 5% at 2k, 1% or less from 8k; without the mask level (at a multiple of 256 keys
  * no tile is halved).
  *
- * Measured: NVIDIA H200, 2026-11-29 (docs/results/h200-l05r-2026-11-29, ab-half*.log: the kernel
- * alone, rounds in turns with version 13): under the mask 1.075x at seq 512, 1.056x at 1k,
- * 1.03-1.07x at 2k, 1.01-1.02x at 4k, 0.98-1.00x from 8k; without the mask 0.98-1.00x. Less than
- * predicted: fitted over seq 512-2k, a half tile takes about 0.63 of a whole tile's time, since the
- * parts of the tile that run under the other warpgroup's turn do not all halve (README, version 14).
+ * Measured: NVIDIA H200, 2026-11-29 (docs/results/h200-l05r-2026-11-29). The kernel alone over
+ * version 13's, in the bench: under the mask 1.073x at seq 512, 1.056x at 1k, 1.034x at 2k, 1.023x
+ * at 4k, 1.014x at 8k, 1.008x at 16k; without it 0.996-1.004x. In rounds taking turns (ab-half*.log,
+ * ab14.log) 1.075x at 512, 1.056x at 1k, 1.03-1.07x at 2k, 0.98-1.03x at 4k. End to end under the
+ * mask at 4k 1.21x version 5 (version 13 1.19x). Less than predicted: fitted over seq 512-2k, a
+ * half tile takes about 0.63 of a whole tile's time, since the parts of the tile that run under
+ * the other warpgroup's turn do not all halve (README, version 14).
  *
  * Run: `./run 14` (dim 128, 16 heads, batch 4, seq 4096; the time includes the K and V pass).
  */
