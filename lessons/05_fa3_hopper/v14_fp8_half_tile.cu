@@ -307,8 +307,9 @@ static __device__ __forceinline__ void store_o(const CUtensorMap *tm_o, uint32_t
   }
 }
 
-/** A half tile's S: the first 128 keys of the tile, FA_KS wgmma m64n128k32 into s[0..63]. */
-static __device__ __forceinline__ void issue_s_half(float s[FA_NS], uint32_t q_base,
+/** A half tile's S: the first 128 keys of the tile, FA_KS wgmma m64n128k32 into an accumulator of
+ * 64 floats a thread (the first 64 of a whole tile's, in the same layout). */
+static __device__ __forceinline__ void issue_s_half(float s[FA_NS / 2], uint32_t q_base,
                                                     uint32_t k_tile) {
 #pragma unroll
   for (int ks = 0; ks < FA_KS; ++ks) {
@@ -358,6 +359,8 @@ static __device__ __forceinline__ void kv_tile(const int half, int j, int tj, fl
   mbar_wait(full_k + 8 * st, parity);
   wgmma_fence();
   if (half) {
+    /* an accumulator of its own: the half's S written into s[] itself made ptxas serialise every
+     * wgmma of the kernel (C7511); copied into s[] once waited for, which costs no instruction */
     float sh[FA_NS / 2];
     issue_s_half(sh, q_base, sK_a + st * FA_TILE_BYTES);
     wgmma_commit();
