@@ -183,6 +183,30 @@ static inline __host__ __device__ int l10_merge_here(int heads, int kv_heads, in
   return (rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 <= L10_MERGE_THREADS;
 }
 
+/** Chunks a sequence may be cut into (the plan's items over the batch: the chunks of a sequence of
+ * max_seq_kv keys, and one for the partial chunk the device's split may add) for l10_merge_inside()
+ * to merge a unit of more rows inside the kernel. */
+#define L10_MERGE_FEW 4
+/** Float4 of a row a thread of the last block merges at most, there. */
+#define L10_MERGE_PER_THREAD 8
+
+/** 1 when versions 1, 2 and 4 merge a step's chunks inside their kernel: where l10_merge_here()
+ * says so, and also where each thread of the last block merges at most L10_MERGE_PER_THREAD
+ * float4 of its rows (8 tokens at 32/8 heads and dim 128) and the plan of @p items items over
+ * @p batch sequences cuts none into more than L10_MERGE_FEW chunks: with few states a row, the
+ * last block's round trips to L2 cost less than the merge kernel placed after the main kernel
+ * (measured: the README's version 4 section). At batch 1 the sequences are cut into 17-33 chunks
+ * and the merge kernel stays. From the limits alone, so that a captured graph keeps it. */
+static inline __host__ __device__ int l10_merge_inside(int heads, int kv_heads, int max_q,
+                                                       int items, int batch) {
+  if (l10_merge_here(heads, kv_heads, max_q)) return 1;
+  const int rows = heads / kv_heads * max_q;
+  const int per_thread =
+      ((rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 + L10_MERGE_THREADS - 1) /
+      L10_MERGE_THREADS;
+  return per_thread <= L10_MERGE_PER_THREAD && (long long)items <= (long long)L10_MERGE_FEW * batch;
+}
+
 /** The workspace of versions 1, 2 and 4 (its bytes: workspace_for() in plan.c), carved for a grid
  * of @p n_slots (item, KV head, unit) slots: the partial states' O `[n_slots, L10_UNIT_ROWS,
  * HEAD_DIM]` and lse `[n_slots, L10_UNIT_ROWS]` (fp32), the merge's counters `[2, n_slots]`, then

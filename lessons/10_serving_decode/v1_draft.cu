@@ -832,7 +832,8 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int *count;
   int2 *plan;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
-  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else FD_COMBINE */
+  /* else FD_COMBINE after the kernel */
+  const int here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q, *k = (const attn_bf16 *)st->k_cache,
                   *v = (const attn_bf16 *)st->v_cache;

@@ -854,7 +854,8 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int *count;
   int2 *plan;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
-  const int here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
+  /* else version 1's merge kernel after this one */
+  const int here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q;
   const uint8_t *k = (const uint8_t *)st->k_cache, *v = (const uint8_t *)st->v_cache;

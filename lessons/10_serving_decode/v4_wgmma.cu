@@ -584,7 +584,8 @@ static cudaError_t wg_part_make(const l10_step *st, void *o, float *lse, void *w
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &p->part_o, &p->part_lse, &p->count,
                       &p->plan);
-  *here = l10_merge_here(st->heads, st->kv_heads, st->max_q); /* else version 1's kernel */
+  /* else version 1's merge kernel after this one */
+  *here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   if (!*here) p->count = NULL;
   p->q = (const attn_bf16 *)st->q, p->k = (const attn_bf16 *)st->k_cache;
   p->v = (const attn_bf16 *)st->v_cache, p->block_table = st->block_table;
