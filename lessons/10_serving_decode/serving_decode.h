@@ -164,7 +164,8 @@ cudaError_t l10_draft(const l10_step *s, void *o, float *lse, void *workspace,
  *  workspace) and each sequence's first item and count of items (@p plan `[batch][2]`), merge every
  *  row's chunks into O and lse; a sequence of one chunk was written by the kernel and is left.
  *  The launchers call it after their kernel when the kernel does not merge its chunks itself
- *  (l10_merge_here() in merge_device.cuh: a unit with more rows than one float4 a thread).
+ *  (l10_merge_inside() in merge_device.cuh: a unit with more rows than one float4 a thread, and
+ *  more than eight or a sequence cut into more than four chunks).
  *  @p units is the launch's (l10_units_per_kv_head()).
  *  @{ */
 /** The merge at head dimension 64. */

@@ -32,7 +32,8 @@
  *    On sm_90 it is a programmatic dependent launch (griddepcontrol.wait at its top), so that
  *    the launch between the two kernels costs less; versions 2 and 4 call the same launcher.
  *    Where a unit's rows give each thread one float4 (one token at 32/8 heads and dim 128:
- *    l10_merge_here()), the last blocks merge inside the kernel instead, in two levels
+ *    l10_merge_here()), or up to eight when no sequence is cut into more than four chunks
+ *    (l10_merge_inside()), the last blocks merge inside the kernel instead, in two levels
  *    (merge_device.cuh: the last block of each group of about sqrt(n) chunks merges its group,
  *    the last group merger the groups), and the second launch is saved.
  *
@@ -523,9 +524,9 @@ static __device__ __forceinline__ void fd_load_q_tile(uint32_t sq, const attn_bf
  *     a float4 of a row per thread: merge the ns streams of its row tile -> O / l, lse
  *     one chunk: -> O, lse.  More: -> part_O, part_lse, merged by FD_COMBINE, a second kernel:
  *     a thread per (unit, row, float4) merges the row's chunks by lse -> O, lse; or, with one
- *     float4 a thread (l10_merge_here()), here: __threadfence(); the group's counter; the last
- *     block of a group of ~sqrt(n) chunks merges them into the group's slot, the last group
- *     merger merges the groups -> O, lse (one group up to 16 chunks)
+ *     float4 a thread, or a few with few chunks (l10_merge_inside()), here: __threadfence(); the
+ *     group's counter; the last block of a group of ~sqrt(n) chunks merges them into the group's
+ *     slot, the last group merger merges the groups -> O, lse (one group up to 16 chunks)
  */
 /** The kernel's body. */
 static __device__ __forceinline__ void fd_body(
@@ -692,8 +693,8 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
-  /* More than one chunk and the merge is the kernel's own (count set: few rows, see
-   * l10_merge_here()): by the last blocks to finish; the Q tile's memory is free for its scratch.
+  /* More than one chunk and the merge is the kernel's own (count set: few rows or few chunks, see
+   * l10_merge_inside()): by the last blocks to finish; the Q tile's memory is free for its scratch.
    * Else FD_COMBINE, a kernel of its own, merges the states. */
   if (n_chunks > 1 && count)
     l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
@@ -812,7 +813,8 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
 
 /** The launcher, l10_draft_d64(), _d128() or _d256(): items x KV heads x units blocks in one
  * launch, the items of l10_draft_items(); when a sequence can be cut (items > batch), its chunks
- * are merged inside it when a unit has few rows (l10_merge_here()), else by FD_COMBINE after it.
+ * are merged inside it when a unit has few rows or few chunks (l10_merge_inside()), else by
+ * FD_COMBINE after it.
  * See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
                                  size_t workspace_bytes, cudaStream_t stream) {

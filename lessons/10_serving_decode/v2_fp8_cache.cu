@@ -790,7 +790,8 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
-  /* More than one chunk and the merge is the kernel's own (count set: few rows, l10_merge_here());
+  /* More than one chunk and the merge is the kernel's own (count set: few rows or few chunks,
+   * l10_merge_inside());
    * else version 1's merge kernel runs after this one. */
   if (n_chunks > 1 && count)
     l10_merge_chunks(part_o, part_lse, count, item, s, n_chunks, q0, kvh, u, kv_heads, units, rows,
