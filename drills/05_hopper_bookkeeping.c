@@ -1,7 +1,7 @@
 /* Drill for lesson 05: the bookkeeping of a Hopper kernel, which fails silently when it is wrong (a
  * hang, or wrong numbers with no error).
  *
- * Fill in the seven functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
+ * Fill in the eight functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
  * then run `make drill-5`: the checklist tests say which answers are wrong. The lesson's own
  * answers are in lessons/05_fa3_hopper/hopper_layout.c; try without looking. Hints: a stage is used
  * once every `stages` tiles, and each use completes one phase of its barrier; a fresh barrier sits
@@ -9,7 +9,7 @@
  * never the bytes inside one. The descriptor drops the 4 low bits of each byte count. The causal
  * order: find the group sizes first, then which group an item falls in, then its place there. The
  * exponential: a union of a float and a uint32_t reads the bits; the multiply by 2^15 is allowed to
- * overflow (unsigned arithmetic wraps).
+ * overflow (unsigned arithmetic wraps). The half tile: which row of the Q tile sees the most keys?
  */
 #include "hopper_layout.h"
 
@@ -47,4 +47,9 @@ int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, i
 float l05_exp2_fma(float x) {
   (void)x;
   return 0.f;
+}
+
+int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal) {
+  (void)q0, (void)br, (void)seq_q, (void)seq_kv, (void)bc, (void)causal;
+  return 0;
 }

@@ -72,3 +72,10 @@ int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, i
 float l05_exp2_fma(float x) {
   return l05_exp2_line(x + L05_EXP2_MAGIC);
 }
+
+/* The keys the tile's last real row sees (a row sees a prefix of the keys, and the last row the
+ * longest) end within the first half of the last tile they reach: the kernel's own rule. */
+int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal) {
+  if (br < 1 || bc < 2 || bc % 2) return -1;
+  return attn_last_tile_half(q0, br, seq_q, seq_kv, bc, causal);
+}

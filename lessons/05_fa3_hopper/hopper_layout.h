@@ -96,6 +96,15 @@ int l05_causal_item(int item, int n_q_tiles, int n_pairs, int grid, int waves, i
  */
 float l05_exp2_fma(float x);
 
+/**
+ * Whether the Q tile of rows [q0, q0 + br) needs only the first half of the last KV tile of
+ * @p bc keys it visits (version 14's half tile): every key of that tile's second half is masked
+ * for every one of its rows, under the causal mask (bottom-right: row i sees keys j <= i + seq_kv
+ * - seq_q) or because the keys end there. Rows past seq_q are not rows.
+ * @return 1 if so; 0 if not, or if the Q tile sees no key at all; -1 for br < 1, bc < 2 or bc odd
+ */
+int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal);
+
 #ifdef __cplusplus
 }
 #endif

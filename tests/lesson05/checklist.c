@@ -212,6 +212,56 @@ START_TEST(exp2_from_the_bits) {
 }
 END_TEST
 
+/* Version 14's half tile (l05_last_tile_half(); the answer calls the kernel's own
+ * attn_last_tile_half()), against brute force over rows and keys, with 128-row Q tiles over
+ * 256-key KV tiles and over small tiles: the last tile is halved exactly when no row of the Q tile
+ * sees a key of its second half. Then the counts the README gives for the papers' causal shapes,
+ * one head: 2 of 6 tiles at seq 512, 16 of 272 at 4k, 64 of 4160 at 16k. */
+static int keys_seen(int row, int sq, int skv, int causal) {
+  if (!causal) return skv;
+  const int n = row + skv - sq + 1;
+  return n < 0 ? 0 : (n > skv ? skv : n);
+}
+
+START_TEST(last_tile_half_where_no_row_sees_the_second_half) {
+  static const int kLens[][2] = {{1, 1},      {1, 100},     {5, 1},       {130, 130},
+                                 {256, 256},  {300, 520},   {200, 130},   {640, 1152},
+                                 {777, 3000}, {2900, 2900}, {3000, 3000}, {4100, 129},
+                                 {1100, 700}, {128, 129},   {383, 383},   {17, 40}};
+  static const int kTiles[][2] = {{128, 256}, {16, 32}, {32, 16}};
+  for (size_t t = 0; t < sizeof kTiles / sizeof kTiles[0]; ++t)
+    for (size_t c = 0; c < sizeof kLens / sizeof kLens[0]; ++c)
+      for (int causal = 0; causal <= 1; ++causal) {
+        const int br = kTiles[t][0], bc = kTiles[t][1], sq = kLens[c][0], skv = kLens[c][1];
+        for (int q0 = 0; q0 < sq; q0 += br) {
+          int last = 0; /* one past the last key any row of the tile sees */
+          for (int r = q0; r < q0 + br && r < sq; ++r) {
+            const int n = keys_seen(r, sq, skv, causal);
+            last = n > last ? n : last;
+          }
+          const int tiles = (last + bc - 1) / bc, k_half = (tiles - 1) * bc + bc / 2;
+          int seen = 0; /* a row sees a key of the last tile's second half */
+          for (int r = q0; r < q0 + br && r < sq && tiles > 0; ++r)
+            for (int j = k_half; j < tiles * bc && j < skv; ++j)
+              seen |= j < keys_seen(r, sq, skv, causal);
+          ck_assert_msg(
+              l05_last_tile_half(q0, br, sq, skv, bc, causal) == (tiles > 0 && !seen),
+              "tiles %d x %d, seq %d kv %d causal %d q0 %d: %d tiles, second half seen %d", br, bc,
+              sq, skv, causal, q0, tiles, seen);
+        }
+      }
+  static const int kGrid[][2] = {{512, 2}, {4096, 16}, {16384, 64}};
+  for (int g = 0; g < 3; ++g) {
+    int halves = 0;
+    for (int q0 = 0; q0 < kGrid[g][0]; q0 += 128)
+      halves += l05_last_tile_half(q0, 128, kGrid[g][0], kGrid[g][0], 256, 1);
+    ck_assert_int_eq(halves, kGrid[g][1]);
+  }
+  ck_assert_int_eq(l05_last_tile_half(0, 128, 10, 10, 255, 1), -1);
+  ck_assert_int_eq(l05_last_tile_half(0, 0, 10, 10, 256, 1), -1);
+}
+END_TEST
+
 /* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
  * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
 START_TEST(causal_order_worked_example) {
@@ -251,6 +301,7 @@ int main(void) {
   tcase_add_test(tc, causal_order_longest_first_in_groups);
   tcase_add_test(tc, causal_order_worked_example);
   tcase_add_test(tc, exp2_from_the_bits);
+  tcase_add_test(tc, last_tile_half_where_no_row_sees_the_second_half);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
