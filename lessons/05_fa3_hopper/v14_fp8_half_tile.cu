@@ -372,7 +372,7 @@ static __device__ __forceinline__ void kv_tile(const int half, int j, int tj, fl
     issue_s(s, q_base, sK_a + st * FA_TILE_BYTES);
     wgmma_commit();
     wgmma_wait0();
-    reg_fence(s, NS);
+    reg_fence(s, FA_NS);
   }
   if (lane == 0) mbar_arrive(empty_k + 8 * st);
   const float c0 = scale_i * d0.x, c1 = scale_i * d1.x;

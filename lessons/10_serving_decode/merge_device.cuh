@@ -195,7 +195,7 @@ static inline __host__ __device__ int l10_merge_here(int heads, int kv_heads, in
  * float4 of its rows (8 tokens at 32/8 heads and dim 128) and the plan of @p items items over
  * @p batch sequences cuts none into more than L10_MERGE_FEW chunks: with few states a row, the
  * last block's round trips to L2 cost less than the merge kernel placed after the main kernel
- * (measured: the README's version 4 section). At batch 1 the sequences are cut into 17-33 chunks
+ * (measured: the README's version 4 section). At batch 1 the sequences are cut into 16-33 chunks
  * and the merge kernel stays. From the limits alone, so that a captured graph keeps it. */
 static inline __host__ __device__ int l10_merge_inside(int heads, int kv_heads, int max_q,
                                                        int items, int batch) {

@@ -693,7 +693,7 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
-  /* More than one chunk and the merge is the kernel's own (count set: few rows or few chunks, see
+  /* More than one chunk and the merge is the kernel's own (count set: few rows, or few chunks, see
    * l10_merge_inside()): by the last blocks to finish; the Q tile's memory is free for its scratch.
    * Else FD_COMBINE, a kernel of its own, merges the states. */
   if (n_chunks > 1 && count)
@@ -813,7 +813,7 @@ extern "C" cudaError_t FD_MERGE_LAUNCH(const l10_step *st, const float *part_o,
 
 /** The launcher, l10_draft_d64(), _d128() or _d256(): items x KV heads x units blocks in one
  * launch, the items of l10_draft_items(); when a sequence can be cut (items > batch), its chunks
- * are merged inside it when a unit has few rows or few chunks (l10_merge_inside()), else by
+ * are merged inside it when a unit has few rows, or few chunks (l10_merge_inside()), else by
  * FD_COMBINE after it.
  * See serving_decode.h. */
 extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *workspace,
@@ -834,7 +834,7 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int *count;
   int2 *plan;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
-  /* else FD_COMBINE after the kernel */
+  /* 1: the chunks merged inside the kernel; 0: by FD_COMBINE after it */
   const int here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q, *k = (const attn_bf16 *)st->k_cache,

@@ -790,7 +790,7 @@ static __device__ __forceinline__ void fd_body(
       if (c4 == 0) part_lse[slot] = lse_r;
     }
   }
-  /* More than one chunk and the merge is the kernel's own (count set: few rows or few chunks,
+  /* More than one chunk and the merge is the kernel's own (count set: few rows, or few chunks,
    * l10_merge_inside());
    * else version 1's merge kernel runs after this one. */
   if (n_chunks > 1 && count)
@@ -855,7 +855,7 @@ extern "C" cudaError_t FD_LAUNCH(const l10_step *st, void *o, float *lse, void *
   int *count;
   int2 *plan;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &part_o, &part_lse, &count, &plan);
-  /* else version 1's merge kernel after this one */
+  /* 1: the chunks merged inside the kernel; 0: by version 1's merge kernel after it */
   const int here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   const float scale_log2 = st->scale * FD_LOG2E;
   const attn_bf16 *q = (const attn_bf16 *)st->q;

@@ -520,7 +520,7 @@ static __device__ __forceinline__ void wg_block(const wg_part *my, unsigned rest
       if (t4 == 0) part_lse[slot_r] = lse_r;
     }
   }
-  /* More than one chunk and the merge is the kernel's own (count set: few rows or few chunks,
+  /* More than one chunk and the merge is the kernel's own (count set: few rows, or few chunks,
    * l10_merge_inside());
    * else version 1's merge kernel runs after this one. */
   if (n_chunks > 1 && count)
@@ -585,7 +585,7 @@ static cudaError_t wg_part_make(const l10_step *st, void *o, float *lse, void *w
   if (need && (!workspace || workspace_bytes < need)) return cudaErrorInvalidValue;
   l10_merge_workspace(need ? workspace : NULL, (size_t)blocks, &p->part_o, &p->part_lse, &p->count,
                       &p->plan);
-  /* else version 1's merge kernel after this one */
+  /* 1: the chunks merged inside the kernel; 0: by version 1's merge kernel after it */
   *here = l10_merge_inside(st->heads, st->kv_heads, st->max_q, items, st->batch);
   if (!*here) p->count = NULL;
   p->q = (const attn_bf16 *)st->q, p->k = (const attn_bf16 *)st->k_cache;
