@@ -169,6 +169,15 @@ static __device__ __noinline__ void l10_merge_chunks(
   }
 }
 
+/** Float4 of a row each thread of a block merges when the block merges a unit's rows inside the
+ * kernel: @p heads / @p kv_heads x @p max_q rows, at most L10_UNIT_ROWS, times HEAD_DIM / 4
+ * columns, over L10_MERGE_THREADS threads, rounded up. */
+static inline __host__ __device__ int l10_merge_per_thread(int heads, int kv_heads, int max_q) {
+  const int rows = heads / kv_heads * max_q;
+  return ((rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 + L10_MERGE_THREADS - 1) /
+         L10_MERGE_THREADS;
+}
+
 /** 1 when versions 1, 2 and 4 merge a step's chunks inside their kernel (l10_merge_chunks()), 0
  * when version 1's merge kernel does (l10_draft_merge_dNN(), a thread per row and float4 over the
  * whole GPU): inside when a unit's rows give each of the block's threads one float4 of a row
@@ -179,8 +188,7 @@ static __device__ __noinline__ void l10_merge_chunks(
  * version 4 section, NOTES.md's "The merge at batch 1"). From the limits alone, so that a captured
  * graph keeps it. */
 static inline __host__ __device__ int l10_merge_here(int heads, int kv_heads, int max_q) {
-  const int rows = heads / kv_heads * max_q;
-  return (rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 <= L10_MERGE_THREADS;
+  return l10_merge_per_thread(heads, kv_heads, max_q) <= 1;
 }
 
 /** Chunks a sequence may be cut into (the plan's items over the batch: the chunks of a sequence of
@@ -200,11 +208,8 @@ static inline __host__ __device__ int l10_merge_here(int heads, int kv_heads, in
 static inline __host__ __device__ int l10_merge_inside(int heads, int kv_heads, int max_q,
                                                        int items, int batch) {
   if (l10_merge_here(heads, kv_heads, max_q)) return 1;
-  const int rows = heads / kv_heads * max_q;
-  const int per_thread =
-      ((rows < L10_UNIT_ROWS ? rows : L10_UNIT_ROWS) * L10_MC4 + L10_MERGE_THREADS - 1) /
-      L10_MERGE_THREADS;
-  return per_thread <= L10_MERGE_PER_THREAD && (long long)items <= (long long)L10_MERGE_FEW * batch;
+  return l10_merge_per_thread(heads, kv_heads, max_q) <= L10_MERGE_PER_THREAD &&
+         (long long)items <= (long long)L10_MERGE_FEW * batch;
 }
 
 /** The workspace of versions 1, 2 and 4 (its bytes: workspace_for() in plan.c), carved for a grid
