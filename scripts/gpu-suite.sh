@@ -16,6 +16,9 @@
 #                    synccheck), so that a long phase can be split over several calls
 #   RUNS=gpu-runs-4gpu.txt  the file of extra runs read in each lesson's folder (default
 #                    gpu-runs.txt; a lesson without that file runs its default shape alone)
+#   BENCH_PROCS=5    phase bench: each peer script run as 5 processes, its figures each row's
+#                    median process (bench/peers_median.py); every process's rows are kept beside
+#                    peers.csv in peers-lessonNN-processes.csv (default 1: one process, as before)
 #
 # Writes one results folder, $OUT/$RUN/, laid out as docs/results/ keeps it (docs/results/README.md),
 # so that it can be copied there as it is and read by scripts/results-tables.py:
@@ -23,6 +26,9 @@
 #   nvidia-smi.txt  nvidia-smi -q, then nvcc --version
 #   lessons.csv     phase lessons: every lesson run's table (the programs' --csv rows)
 #   peers.csv       phase bench: every bench/lesson*_peers.py figure (columns: bench/peer_timing.py)
+#   peers-lessonNN-processes.csv
+#                   phase bench with BENCH_PROCS > 1: every process's rows of lesson NN, a first
+#                   column `process` (peers.csv then holds each row's median process)
 #   accuracy-lessonNN.csv, memory-lessonNN.csv
 #                   phase bench: a peer script's other tables, where it writes them (lesson 09's
 #                   gradient errors and peak memory, bench/lesson09_peers.py), copied as they are
@@ -154,12 +160,35 @@ if has bench; then
   export ATTN_LIB=$PWD/$BUILD/lib/libattn_lessons.so # the peer scripts call the lessons through it
   mkdir -p "$TMP/peers"
   rm -f "$DEST/peers.csv" "$DEST"/accuracy-lesson*.csv "$DEST"/memory-lesson*.csv
+  procs=${BENCH_PROCS:-1}
   for py in bench/lesson*_peers.py; do
     [ -f "$py" ] || continue
     [[ "$py" =~ lesson([0-9]+)_peers ]] && { picked "${BASH_REMATCH[1]}" || continue; }
-    say "python3 $py"
-    PYTHONUNBUFFERED=1 PEERS_OUT="$TMP/peers" python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
-    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    if [ "$procs" -le 1 ]; then
+      say "python3 $py"
+      PYTHONUNBUFFERED=1 PEERS_OUT="$TMP/peers" python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      continue
+    fi
+    # BENCH_PROCS=N: the script N times, a process each, then each row's median process
+    # (bench/peers_median.py says why and how); the other tables come from the first process.
+    for p in $(seq 1 "$procs"); do
+      say "python3 $py (process $p of $procs)"
+      PYTHONUNBUFFERED=1 PEERS_OUT="$TMP/peers-p$p" python3 "$py" 2>&1 | tee -a "$LOG" | tail -20
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
+    for f in "$TMP"/peers-p1/peers-lesson*.csv; do
+      [ -f "$f" ] || continue
+      name=$(basename "$f")
+      inputs=()
+      for p in $(seq 1 "$procs"); do [ -f "$TMP/peers-p$p/$name" ] && inputs+=("$TMP/peers-p$p/$name"); done
+      mkdir -p "$TMP/peers"
+      run python3 bench/peers_median.py "$TMP/peers/$name" "${inputs[@]}" \
+        --all "$DEST/${name%.csv}-processes.csv" || status=1
+    done
+    for f in "$TMP"/peers-p1/accuracy-lesson*.csv "$TMP"/peers-p1/memory-lesson*.csv; do
+      [ -f "$f" ] && { mkdir -p "$TMP/peers"; cp "$f" "$TMP/peers/"; }
+    done
   done
   # One peers.csv: the scripts write the same columns, so the header is kept once.
   for f in "$TMP"/peers/peers-lesson*.csv; do

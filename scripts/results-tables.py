@@ -8,7 +8,8 @@
 FOLDER is one run's folder under docs/results/, as scripts/gpu-suite.sh writes it. Without it, each
 README reads the newest folder (by the date its name ends with, then its name) that holds rows of
 its lessons: a lesson README (and its NOTES.md) its own lesson's; the top README's headline a row
-per lesson of lessons/, each from that lesson's newest folder (with FOLDER, every row from FOLDER).
+per lesson of lessons/, each from that lesson's newest folder that holds the row's figures (with
+FOLDER, every row from FOLDER).
 So a partial run (gpu-suite.sh with LESSONS=6) serves its lessons and leaves the others on the last
 whole run.
 Layout (docs/results/README.md describes it): lessons.csv, peers.csv, ncu.txt, gpu-suite.log,

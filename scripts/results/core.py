@@ -154,7 +154,8 @@ class Archive:
     def _read_peers(self):
         paths = [os.path.join(self.folder, "peers.csv")]
         if not os.path.exists(paths[0]):
-            paths = sorted(glob.glob(os.path.join(self.folder, "peers-lesson*.csv")))
+            paths = sorted(p for p in glob.glob(os.path.join(self.folder, "peers-lesson*.csv"))
+                           if not p.endswith("-processes.csv"))
         rows = []
         for p in paths:
             if not os.path.exists(p):
@@ -170,6 +171,20 @@ class Archive:
                         row[k] = _num(row.get(k))
                     rows.append(row)
         return rows or None
+
+    def timed_in(self, lesson, sw):
+        """How lesson `lesson`'s bench was timed, with the software `sw`, for a table's caption:
+        "in one process (sw)", or, where the bench ran as several processes (scripts/gpu-suite.sh
+        BENCH_PROCS, bench/peers_median.py), each figure their median, and the file that keeps
+        every process's figures."""
+        name = f"peers-lesson{int(lesson):02d}-processes.csv"
+        path = os.path.join(self.folder, name)
+        if not os.path.exists(path):
+            return f"in one process ({sw})"
+        with open(path, newline="") as f:
+            n = len({r.get("process") for r in csv.DictReader(f)})
+        return (f"as the median of {n} processes, each timing every implementation ({sw}; each "
+                f"process's figures in `{name}`)")
 
     def _read_ncu(self):
         path = os.path.join(self.folder, "ncu.txt")
@@ -518,6 +533,21 @@ def lessons_in(folder):
         return {int(r["lesson"]) for r in csv.DictReader(fh) if (r.get("lesson") or "").isdigit()}
 
 
+def folders_newest_first(lessons=()):
+    """Every folder (NAME-YYYY-MM-DD with a lessons.csv) whose lessons.csv has rows of every lesson
+    in `lessons`, the newest first (by the date its name ends with, then its name)."""
+    found = []
+    for d in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
+        full = os.path.join(RESULTS, d)
+        m = re.match(r"^.*-(\d{4}-\d{2}-\d{2})$", d)
+        if not (m and os.path.isdir(full) and os.path.exists(os.path.join(full, "lessons.csv"))):
+            continue
+        if lessons and not set(lessons) <= lessons_in(full):
+            continue
+        found.append(((m.group(1), d), full))
+    return [full for _, full in sorted(found, reverse=True)]
+
+
 def newest_folder(lessons=()):
     """The newest folder (by the date its name ends with, then its name) whose lessons.csv has rows
     of every lesson in `lessons`: a partial run (scripts/gpu-suite.sh with LESSONS=...) is the
@@ -538,12 +568,4 @@ def newest_folder(lessons=()):
         raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv)"
                          f"{want} under docs/results/")
     return best[1]
-
-
-def newest_folder_or_none(lessons=()):
-    """newest_folder(lessons), or None where no folder has rows of them."""
-    try:
-        return newest_folder(lessons)
-    except SystemExit:
-        return None
 

@@ -211,7 +211,7 @@ def r_l05_peers(a, ctx):
     sw = a.software()
     kcols = (["v6 kernel alone"] if later else ["FP8 kernel alone"]) + [
         f"v{number.get(vn, '?')} kernel alone" for vn, _ in later]
-    out = [src, "", f"TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens (batch = "
+    out = [src, "", f"TFLOP/s {a.timed_in(5, sw)}, the papers' shapes: 16k tokens (batch = "
            "16384 / seq), hidden 2048 (heads = 2048 / dim); causal counted as half the pairs.", "",
            table(["dim", "causal", "seq", "SDPA flash", "SDPA cuDNN", "lesson 04 v7"] +
                  [f"v{v}" for v in nums] + kcols +

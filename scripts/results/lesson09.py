@@ -97,7 +97,7 @@ def r_l09_peers(a, ctx):
                      f(cu and cu["tflops"])] + [f(vs[v] and vs[v]["tflops"]) for v in nums] +
                     [f(b_f, 2), f(b_c, 2)])
     sw = a.software()
-    out = [src, "", f"Backward TFLOP/s in one process ({sw}), the papers' shapes: 16k tokens "
+    out = [src, "", f"Backward TFLOP/s {a.timed_in(9, sw)}, the papers' shapes: 16k tokens "
            "(batch = 16384 / seq), hidden 2048 (heads = 2048 / dim); the backward counted as 2.5x "
            "the forward's flops, causal as the visible pairs. The versions read O and the LSE of "
            "lesson 04's version 7.", "",

@@ -11,8 +11,7 @@ import re
 import sys
 
 from . import common, top
-from .core import (CLOSE, OPEN, RESULTS, ROOT, TOP_LESSONS, Archive, newest_folder,
-                   newest_folder_or_none)
+from .core import CLOSE, OPEN, RESULTS, ROOT, TOP_LESSONS, Archive, newest_folder
 
 # Every lesson's module, scripts/results/lessonNN.py (NN two digits, as the lesson's folder: 01..09,
 # 10), in lesson order: a new lesson's renderers join the table by their file alone.
@@ -126,8 +125,7 @@ def main():
         def archive_for(n):
             if args.folder:  # one folder for every README: the headline reads it for every lesson
                 return a
-            folder = newest_folder_or_none((n,))
-            return load(folder) if folder else None
+            return top.headline_archive(n, load)
         try:
             new = regenerate(path, old, a, load, archive_for)
         except ValueError as e:

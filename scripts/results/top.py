@@ -1,10 +1,11 @@
 """The top README's headline region: a row per lesson present in lessons/, each from that lesson's
-newest archive (the folder its own README reads, newest_folder((n,))), naming its folder; then one
+newest archive holding its headline's figures (_newest_archive: a partial run without them is
+passed over), naming its folder; then one
 line per folder read: its device and date, and whether every version in it passed its check."""
 import os
 import re
 
-from .core import NO_PEERS, ROOT, Archive, att, lesson_dirs, newest_folder_or_none, ratio, \
+from .core import NO_PEERS, ROOT, Archive, att, folders_newest_first, lesson_dirs, ratio, \
     seq_label, source, span, table
 from .lesson01 import copy_verdict, l01, l01_hbm_peak
 from .lesson02 import L02_DEFAULT, L02_LONG, l02_1r1w, l02_peer
@@ -354,8 +355,8 @@ def r_headline(a, ctx):
             rows.append([f"{n:02d}", f"`{os.path.basename(src.rel)}`", why, "-"])
             continue
         rows.append([f"{n:02d}", f"`{os.path.basename(src.rel)}`", got[0], got[1]])
-    out = ["Each lesson's row reads the newest run archived with rows of that lesson (the folder "
-           "its own README reads), named in the row; the runs:", ""]
+    out = ["Each lesson's row reads the newest run archived with that lesson's headline figures, "
+           "named in the row; the runs:", ""]
     for rel, (src, ns) in sorted(used.items(), key=lambda kv: min(kv[1][1])):
         out.append(f"- {source(src, ['lessons.csv', 'peers.csv'])} Lesson"
                    f"{'s' if len(ns) > 1 else ''} {', '.join(f'{n:02d}' for n in ns)}. "
@@ -367,13 +368,24 @@ def r_headline(a, ctx):
 _archives = {}
 
 
+def headline_archive(n, load):
+    """Lesson n's newest folder that holds its headline's figures, as load(folder) reads it (a
+    partial run, e.g. lesson 10's cascade shapes alone, leaves the headline on the run before it);
+    the newest folder with rows of the lesson where none does, so that the row says what is
+    missing; None where no folder has rows of it."""
+    folders = folders_newest_first((n,))
+    for folder in folders:
+        if n not in HEADLINES or HEADLINES[n](load(folder)) is not None:
+            return load(folder)
+    return load(folders[0]) if folders else None
+
+
 def _newest_archive(n):
-    folder = newest_folder_or_none((n,))
-    if folder is None:
-        return None
-    if folder not in _archives:
-        _archives[folder] = Archive(folder)
-    return _archives[folder]
+    def load(folder):
+        if folder not in _archives:
+            _archives[folder] = Archive(folder)
+        return _archives[folder]
+    return headline_archive(n, load)
 
 
 # The regions this module writes: NAME of `<!-- results:NAME -->` -> its renderer.
