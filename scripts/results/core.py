@@ -552,20 +552,10 @@ def newest_folder(lessons=()):
     """The newest folder (by the date its name ends with, then its name) whose lessons.csv has rows
     of every lesson in `lessons`: a partial run (scripts/gpu-suite.sh with LESSONS=...) is the
     newest source only for the lessons it ran."""
-    best = None
-    for d in sorted(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else []:
-        full = os.path.join(RESULTS, d)
-        m = re.match(r"^.*-(\d{4}-\d{2}-\d{2})$", d)
-        if not (m and os.path.isdir(full) and os.path.exists(os.path.join(full, "lessons.csv"))):
-            continue
-        if lessons and not set(lessons) <= lessons_in(full):
-            continue
-        key = (m.group(1), d)
-        if best is None or key > best[0]:
-            best = (key, full)
-    if best is None:
+    found = folders_newest_first(lessons)
+    if not found:
         want = f" with rows of lessons {', '.join(map(str, lessons))}" if lessons else ""
         raise SystemExit("results-tables: no results folder (NAME-YYYY-MM-DD/lessons.csv)"
                          f"{want} under docs/results/")
-    return best[1]
+    return found[0]
 
