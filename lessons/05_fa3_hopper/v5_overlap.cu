@@ -40,6 +40,15 @@
  * mask, the output bit for bit the same; at dim 64 0.981-0.998x, so dim 64 keeps the direct
  * stores (FA_O_BY_TMA).
  *
+ * A block's first loads leave at its entry: thread 0 issues Q and the first K and V tile as soon
+ * as it has made the barriers, before the block-wide barrier and setmaxnreg, and the producer's
+ * walk starts at tile 1. Stamped inside the blocks, version 5 spent 1.29 us from a block's entry to
+ * Q landed at seq 2k (its fixed part, 2.86 us a block, is what trails cuDNN there: the lesson's
+ * NOTES, "The block's fixed part"). Measured: NVIDIA H200, 2026-11-29, nine rounds taking turns
+ * with the form before (ab-early.log in docs/results/h200-l05ea-2026-11-29): 1.009x at dim 128,
+ * seq 2k, 1.012x with the mask, 1.006-1.009x at 4k, 1.002-1.003x at 8k-16k, 1.005x at dim 64, the
+ * output bit for bit the same.
+ *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */
 // clang-format on
@@ -215,18 +224,18 @@ static __device__ __forceinline__ void rescale_pack(const float s[FA_NS], float 
   }
 }
 
-/** The producer's warp: Q once, then KV tile j into stage j % 2 of the ring as soon as both
- * consumers have released that stage (its empty barrier), its bytes announced on the stage's full
- * barrier. The whole warp waits on the barriers; lane 0 issues the copies. The barriers of a ring
- * are 8 bytes apart: [stage 0, stage 1]. */
-static __device__ __forceinline__ void producer_load(
-    const CUtensorMap *tm_q, const CUtensorMap *tm_k, const CUtensorMap *tm_v, uint32_t sQ_a,
-    uint32_t sK_a, uint32_t sV_a, uint32_t bar_q, uint32_t full_k, uint32_t full_v,
-    uint32_t empty_k, uint32_t empty_v, int n_tiles, int h, int kvh, int q0, int b,
-    unsigned long long *tl) {
+/** The producer's warp: KV tile j from 1 on (thread 0 issued Q and tile 0 at the block's entry)
+ * into stage j % 2 of the ring as soon as both consumers have released that stage (its empty
+ * barrier), its bytes announced on the stage's full barrier. The whole warp waits on the barriers;
+ * lane 0 issues the copies. The barriers of a ring are 8 bytes apart: [stage 0, stage 1]. */
+static __device__ __forceinline__ void producer_load(const CUtensorMap *tm_k,
+                                                     const CUtensorMap *tm_v, uint32_t sK_a,
+                                                     uint32_t sV_a, uint32_t full_k,
+                                                     uint32_t full_v, uint32_t empty_k,
+                                                     uint32_t empty_v, int n_tiles, int kvh, int b,
+                                                     unsigned long long *tl) {
   const int leader = threadIdx.x == 0;
-  if (leader) tma_tile(sQ_a, tm_q, bar_q, FA_BR, h, q0, b);
-  for (int j = 0; j < n_tiles; ++j) {
+  for (int j = 1; j < n_tiles; ++j) {           /* Q and tile 0 were issued at the block's entry */
     const int st = j & 1;                       /* l05_stage(j, 2) */
     const uint32_t parity = ((j >> 1) & 1) ^ 1; /* l05_empty_parity(j, 2) */
     const uint32_t off = st * FA_TILE_BYTES;
@@ -310,10 +319,11 @@ static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint
  *     Tc = attn_kv_tiles_visited(i Br, Br, seq_q, seq_kv, Bc, causal)
  *     Tu = attn_kv_tiles_unmasked(i Br, seq_q, seq_kv, Bc, causal)
  *     warpgroup 0 produces; warpgroups 1, 2 consume 64 of the Br = 128 rows each; Bc = 128
- *     thread 0: mbarriers bar_q, full_k/v[2] (1 arrival), empty_k/v[2] (8 arrivals); __syncthreads
- *   producer warp (producer_load), setmaxnreg 24:   for j in 0 .. Tc-1, stage st = j % 2:
+ *     thread 0: mbarriers bar_q, full_k/v[2] (1 arrival), empty_k/v[2] (8 arrivals);
+ *               TMA Q_i on bar_q, K_0 and V_0 -> stage 0; __syncthreads
+ *   producer warp (producer_load), setmaxnreg 24:   for j in 1 .. Tc-1, stage st = j % 2:
  *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
- *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]     (Q_i first, on bar_q)
+ *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]
  *   consumer warpgroup c, setmaxnreg 240: mbar_wait(bar_q); m = -inf, l = 0, O = 0
  *     turns: bar.sync(mine) ... bar.arrive(other) on named barriers 1 + c and 2 - c; c = 0 first
  *     turn 0:  bar.sync(mine); S_0 = Q_i K_0^T; commit; bar.arrive(other); wait_group 0
@@ -480,6 +490,15 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       mbar_init(empty_v + 8 * st, FA_CONSUMER_WARPS);
     }
     mbar_init_fence();
+    /* Q and the first K and V tile at once, before the block-wide barrier and setmaxnreg: their
+     * trip from HBM starts as early as the block does */
+    tma_tile(sQ_a, &tm_q, bar_q, FA_BR, h, q0, b);
+    if (n_tiles > 0) {
+      tma_tile(sK_a, &tm_k, full_k, FA_BC, kvh, 0, b);
+      TL_STAMP(tl, 0, 0, L05_TL_ISSUE_K);
+      tma_tile(sV_a, &tm_v, full_v, FA_BC, kvh, 0, b);
+      TL_STAMP(tl, 0, 0, L05_TL_ISSUE_V);
+    }
   }
   __syncthreads(); /* the barriers exist: the last block-wide barrier of the kernel */
 
@@ -490,8 +509,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
      * warp waits on the barriers, lane 0 issues the copies), warps 1-3 have nothing to do. */
     setmaxnreg_dec_24();
     if (threadIdx.x < 32)
-      producer_load(&tm_q, &tm_k, &tm_v, sQ_a, sK_a, sV_a, bar_q, full_k, full_v, empty_k, empty_v,
-                    n_tiles, h, kvh, q0, b, tl);
+      producer_load(&tm_k, &tm_v, sK_a, sV_a, full_k, full_v, empty_k, empty_v, n_tiles, kvh, b,
+                    tl);
   } else {
     /* A consumer warpgroup. */
     setmaxnreg_inc_240();
