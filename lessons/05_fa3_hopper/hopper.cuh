@@ -138,6 +138,16 @@ static __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void *map
       : "memory");
 }
 
+/** TMA: fetch one box of a 4-D tensor into L2 only (no shared memory, no barrier, nothing to wait
+ * for): a later load of the same box then comes from L2 instead of HBM. */
+static __device__ __forceinline__ void tma_prefetch_4d(const void *map, int c0, int c1, int c2,
+                                                       int c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
+                   (uint64_t)map),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
 /** A 32-bit store to shared memory at a shared-window address. */
 static __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(x) : "memory");

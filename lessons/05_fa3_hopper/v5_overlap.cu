@@ -49,6 +49,29 @@
  * seq 2k, 1.012x with the mask, 1.006-1.009x at 4k, 1.002-1.003x at 8k-16k, 1.005x at dim 64, the
  * output bit for bit the same.
  *
+ * The next round's Q: the grid has a block per Q tile and one block fits an SM, so blocks run in
+ * rounds of one per SM, and the block that takes this one's place a round later is about blockIdx
+ * + the SM count. Q is the one tile a block reads from HBM for certain (the first K and V tile are
+ * most often in L2, read by the blocks of the same head before it), and its trip is on the path to
+ * the first S. So at dim 128 the producer's idle warp 1 asks the TMA unit to fetch that later
+ * block's Q tile into L2 (cp.async.bulk.prefetch.tensor, no shared memory, nothing waits on it),
+ * a round before it is needed. Predicted: a few tenths of a microsecond of a block's 2.5 us fixed
+ * part, so about 1% at seq 2k and less at longer rows. Measured: NVIDIA H200, 2026-11-29, fifteen
+ * rounds taking turns with the form before in two processes (ab-land1.log, ab-land2.log in
+ * docs/results/h200-l05pf-2026-11-29): 1.008-1.011x at seq 2k, 1.009-1.035x at 4k, 1.008-1.011x
+ * at 8k-16k, 1.004-1.007x with the mask at 2k-8k, 0.996-1.007x at seq 512-1k, the output bit for
+ * bit the same. Not less at the longer rows, as predicted, and at 16k a block is 190 us long, so
+ * part of it is not the fixed part: the same code with the prefetch never issued (ab-p0*.log) ran
+ * at 1.004-1.015x the form before at seq 2k-4k and 0.997-1.000x with the mask, where ptxas laid
+ * the kernel out differently (as at dim 64, below, the other way); the prefetch's own share is
+ * about 0.5-1% at seq 2k. In the calls that tried it first (libraries of their own, ab-pw*.log,
+ * ab-pl*.log, ab-p0*.log there) seq 2k gained 1.009-1.050x: about 1.01x where the form before ran
+ * at 633-650 TFLOP/s, 1.02-1.05x where it ran at 623-624. Issued by thread 0 before the block-wide
+ * barrier the prefetch lost up to 2% (ab-pf.log: the whole block waited on it); the first K and V
+ * tile prefetched as well, or Q's rows line by line from warps 1-3, measured the same as Q alone.
+ * At dim 64 the prefetch's code alone, with the prefetch never issued, cost 3-4% (ptxas laid the
+ * whole kernel out differently), so dim 64 is built without it (FA_PREFETCH_NEXT).
+ *
  * Run: `./run 5` (dim 128, 16 heads, batch 4, seq 4096), `./run 5 --dim 64 --heads 32`.
  */
 // clang-format on
@@ -79,6 +102,9 @@
 /** 1 where O leaves through the Q tile and TMA stores (dim 128: measured faster), 0 where each
  * thread stores its own values (dim 64: measured faster there). */
 #define FA_O_BY_TMA (HEAD_DIM == 128)
+/** At dim 128 each block has the Q tile of the block a round behind it fetched into L2 (the
+ * header: "the next round's Q"). At dim 64 the same code, even never run, cost 3-4%. */
+#define FA_PREFETCH_NEXT (HEAD_DIM == 128)
 /** The named barriers of the O stores: FA_O_BAR + the consumer warpgroup's index. */
 #define FA_O_BAR 3
 /** Stages of the KV ring that overlap_turns() walks: 2 here; lesson 10's prefix pass, which streams
@@ -321,6 +347,7 @@ static __device__ __forceinline__ void store_o_tma(const CUtensorMap *tm_o, uint
  *     warpgroup 0 produces; warpgroups 1, 2 consume 64 of the Br = 128 rows each; Bc = 128
  *     thread 0: mbarriers bar_q, full_k/v[2] (1 arrival), empty_k/v[2] (8 arrivals);
  *               TMA Q_i on bar_q, K_0 and V_0 -> stage 0; __syncthreads
+ *   producer warp 1 (dim 128): TMA prefetch of the Q tile of block + SMs into L2
  *   producer warp (producer_load), setmaxnreg 24:   for j in 1 .. Tc-1, stage st = j % 2:
  *     mbar_wait(empty_k[st]); TMA K_j -> stage st on full_k[st]     (no wait on the first pass)
  *     mbar_wait(empty_v[st]); TMA V_j -> stage st on full_v[st]
@@ -461,6 +488,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
               float *__restrict__ lse,                   // [batch, heads, seq_q]
               int heads, int kv_heads, int seq_q, int seq_kv, int causal, float scale_log2,
               int n_q_tiles,
+              int ahead,  // blocks that run at once: the next round's first block is + ahead
               unsigned long long *__restrict__ tl) {  // timeline stamps (L05_TIMELINE) or NULL
   extern __shared__ unsigned char smem[];
   /* The swizzle repeats every 1024 bytes, and both TMA and wgmma apply it from address bits:
@@ -511,6 +539,21 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     if (threadIdx.x < 32)
       producer_load(&tm_k, &tm_v, sK_a, sV_a, full_k, full_v, empty_k, empty_v, n_tiles, kvh, b,
                     tl);
+#if FA_PREFETCH_NEXT
+    else if (threadIdx.x == 32) {
+      /* Warp 1: the Q tile of the block a round behind this one, into L2 (FA_PREFETCH_NEXT). */
+      const int nx = (int)blockIdx.x + ahead;
+      if (nx < (int)gridDim.x) {
+        const int nq = causal ? n_q_tiles - 1 - nx % n_q_tiles : nx % n_q_tiles;
+        const int nbh = nx / n_q_tiles;
+#pragma unroll
+        for (int p = 0; p < FA_PANELS; ++p)
+          tma_prefetch_4d(&tm_q, p * 64, nbh % heads, nq * FA_BR, nbh / heads);
+      }
+    }
+#else
+    (void)ahead;
+#endif
   } else {
     /* A consumer warpgroup. */
     setmaxnreg_inc_240();
@@ -557,9 +600,14 @@ extern "C" cudaError_t FA_LAUNCH(const void *q, const void *k, const void *v, vo
 #endif
   ATTN_TRY(
       cudaFuncSetAttribute(FA_KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, FA_SMEM_BYTES));
+  /* One block fits an SM (launch bounds of one block, 160 KB of shared memory at dim 128): a round
+   * is one block per SM. */
+  int dev = 0, sms = 0;
+  ATTN_TRY(cudaGetDevice(&dev));
+  ATTN_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   FA_KERNEL<<<(unsigned)blocks, FA_THREADS, FA_SMEM_BYTES, stream>>>(
       tm_q, tm_k, tm_v, tm_o, (attn_bf16 *)o, lse, heads, kv_heads, seq_q, seq_kv, causal,
-      scale * FA_LOG2E, n_q_tiles, l05_timeline_get());
+      scale * FA_LOG2E, n_q_tiles, sms, l05_timeline_get());
   ATTN_TRY_LAUNCH();
   return cudaSuccess;
 }
