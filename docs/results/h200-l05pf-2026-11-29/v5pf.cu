@@ -544,8 +544,8 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         for (int r = threadIdx.x - 32; r < FA_BR * lines; r += 96) {
           const int row = nq * FA_BR + r / lines;
           if (row < seq_q) {
-            const attn_bf16 *p = qg + (((size_t)nb * seq_q + row) * heads + nh) * HEAD_DIM +
-                                 (r % lines) * 64;
+            const attn_bf16 *p =
+                qg + (((size_t)nb * seq_q + row) * heads + nh) * HEAD_DIM + (r % lines) * 64;
             asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
           }
         }
@@ -553,18 +553,18 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     }
 #else
     else if (threadIdx.x == 32) {
-    /* The block that takes this SM's place a round later: its Q (and first K and V) into L2 */
-    const int nxt = (int)blockIdx.x + ahead;
-    if (ahead > 0 && nxt < (int)gridDim.x) {
-      const int nq = causal ? n_q_tiles - 1 - nxt % n_q_tiles : nxt % n_q_tiles;
-      const int nbh = nxt / n_q_tiles, nh = nbh % heads, nb = nbh / heads;
-      tma_prefetch_tile(&tm_q, FA_BR, nh, nq * FA_BR, nb);
+      /* The block that takes this SM's place a round later: its Q (and first K and V) into L2 */
+      const int nxt = (int)blockIdx.x + ahead;
+      if (ahead > 0 && nxt < (int)gridDim.x) {
+        const int nq = causal ? n_q_tiles - 1 - nxt % n_q_tiles : nxt % n_q_tiles;
+        const int nbh = nxt / n_q_tiles, nh = nbh % heads, nb = nbh / heads;
+        tma_prefetch_tile(&tm_q, FA_BR, nh, nq * FA_BR, nb);
 #if PF_KV
-      const int nkvh = nh / (heads / kv_heads);
-      tma_prefetch_tile(&tm_k, FA_BC, nkvh, 0, nb);
-      tma_prefetch_tile(&tm_v, FA_BC, nkvh, 0, nb);
+        const int nkvh = nh / (heads / kv_heads);
+        tma_prefetch_tile(&tm_k, FA_BC, nkvh, 0, nb);
+        tma_prefetch_tile(&tm_v, FA_BC, nkvh, 0, nb);
 #endif
-    }
+      }
     }
 #endif
   } else {

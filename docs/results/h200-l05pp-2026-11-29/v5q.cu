@@ -383,8 +383,8 @@ static __device__ __forceinline__ void overlap_turns(
     float acc[FA_NO], float row_m[2], float row_l[2], uint32_t q_base, uint32_t sK_a, uint32_t sV_a,
     uint32_t full_k, uint32_t full_v, uint32_t empty_k, uint32_t empty_v, int n_tiles,
     int n_unmasked, int wg, int lane, int q0, int wr0, int k_first, int g, int t4, int seq_kv,
-    int causal, int diag, float scale_log2, unsigned long long *tl, int t0, int *pending,
-    int last, uint32_t pin) {
+    int causal, int diag, float scale_log2, unsigned long long *tl, int t0, int *pending, int last,
+    uint32_t pin) {
 #pragma unroll
   for (int i = 0; i < FA_NO; ++i) acc[i] = 0.f;
   row_m[0] = row_m[1] = -INFINITY;
@@ -440,8 +440,8 @@ static __device__ __forceinline__ void overlap_turns(
       const int st = FA_STAGE(t0 + j), pst = FA_STAGE(t0 + j - 1);
       const uint32_t parity = FA_PHASE(t0 + j);
       const uint32_t pparity = FA_PHASE(t0 + j - 1);
-      mbar_wait(full_k + 8 * st, parity);                     /* K_j has landed */
-      mbar_wait(full_v + 8 * pst, pparity);                   /* V_{j-1} has landed */
+      mbar_wait(full_k + 8 * st, parity);   /* K_j has landed */
+      mbar_wait(full_v + 8 * pst, pparity); /* V_{j-1} has landed */
       TL_STAMP(tl, 1 + wg, j, L05_TL_K_READY);
       named_bar_sync(my_bar, 256); /* my turn */
       TL_STAMP(tl, 1 + wg, j, L05_TL_TURN);
@@ -480,7 +480,10 @@ static __device__ __forceinline__ void overlap_turns(
     issue_pv(acc, pa, sV_a + pst * FA_TILE_BYTES);
     wgmma_commit();
     if (wg == 0) named_bar_arrive(other_bar, 256);
-    if (wg == 1 && !last) { named_bar_arrive(other_bar, 256); *pending = 1; }
+    if (wg == 1 && !last) {
+      named_bar_arrive(other_bar, 256);
+      *pending = 1;
+    }
     wgmma_wait0();
     reg_fence(acc, FA_NO);
     TL_STAMP(tl, 1 + wg, n_tiles, L05_TL_PV_DONE);
@@ -512,14 +515,14 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
   const uint32_t sQ_a = (smem_u32(smem) + 1023u) & ~1023u;   /* [panel][FA_BR][64] */
   const uint32_t sK_a = sQ_a + FA_Q_BYTES;                   /* [2][panel][FA_BC][64] */
   const uint32_t sV_a = sK_a + 2 * FA_TILE_BYTES;            /* [2][panel][FA_BC][64] */
-  const uint32_t sQ2_a = sV_a + 2 * FA_TILE_BYTES;          /* the second Q buffer */
+  const uint32_t sQ2_a = sV_a + 2 * FA_TILE_BYTES;           /* the second Q buffer */
   const uint32_t bar_q = sQ2_a + FA_Q_BYTES;                 /* [2] Q landed (buffer 0, 1) */
   const uint32_t full_k = bar_q + 16, full_v = bar_q + 32;   /* [2]: the stage's tile landed */
   const uint32_t empty_k = bar_q + 48, empty_v = bar_q + 64; /* [2]: both consumers are done */
   const uint32_t q_empty = bar_q + 80;                       /* [2]: the buffer's O stored */
   const int n_items = ahead; /* this variant passes the number of items in place of ahead */
   const uint32_t slot_full = q_empty + 16, slot_empty = q_empty + 32; /* [2] each */
-  const uint32_t slot = q_empty + 48;                                  /* [2] item numbers */
+  const uint32_t slot = q_empty + 48;                                 /* [2] item numbers */
   const uint32_t pin_base = bar_q + 256;
 
   if (threadIdx.x == 0) {
@@ -622,8 +625,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       else
         overlap_turns(acc, row_m, row_l, q_base, sK_a, sV_a, full_k, full_v, empty_k, empty_v,
                       n_tiles, n_unmasked, wg, lane, q0, wr0, 0, g, t4, seq_kv, causal, diag,
-                      scale_log2, tl, t & ~1, &pending, 0,
-                      pin_base + (threadIdx.x - 128) * 8);
+                      scale_log2, tl, t & ~1, &pending, 0, pin_base + (threadIdx.x - 128) * 8);
 #else
       overlap_turns(acc, row_m, row_l, q_base, sK_a, sV_a, full_k, full_v, empty_k, empty_v,
                     n_tiles, n_unmasked, wg, lane, q0, wr0, 0, g, t4, seq_kv, causal, diag,
@@ -636,8 +638,7 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
       (void)o;
       store_o_tma(&tm_o, qbuf, lse, acc, row_m, row_l, q0, wg, warp, g, t4, seq_q, b, h, bh);
 #else
-      store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, (size_t)heads * HEAD_DIM, b, h,
-              bh);
+      store_o(o, lse, acc, row_m, row_l, q0, wr0, g, t4, seq_q, (size_t)heads * HEAD_DIM, b, h, bh);
       named_bar_sync(FA_O_BAR + wg, 128); /* every warp of mine is past its last S */
 #endif
       if ((threadIdx.x & 127) == 0) mbar_arrive(q_empty + 8 * qb);

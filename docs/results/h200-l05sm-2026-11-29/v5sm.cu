@@ -305,7 +305,9 @@ static __device__ __forceinline__ void store_o(attn_bf16 *__restrict__ o, float 
  * (two 64-column panels, 128-byte swizzled); then the first thread's TMA stores, one per panel, and
  * its wait until they have read the tile, before the block may exit. The log-sum-exp as at dim 64.
  */
-static __device__ __forceinline__ int lane_of_x4(void) { return (int)(threadIdx.x & 31); }
+static __device__ __forceinline__ int lane_of_x4(void) {
+  return (int)(threadIdx.x & 31);
+}
 static __device__ __forceinline__ void stmatrix_x4_plain(uint32_t addr, const uint32_t r[4]) {
   asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
                "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
