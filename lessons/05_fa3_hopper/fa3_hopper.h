@@ -32,7 +32,7 @@ extern "C" {
 /** Rows of one warpgroup: wgmma's M. */
 #define L05_WG_ROWS 64
 /** Number of versions in the lesson. */
-#define L05_VERSIONS 14
+#define L05_VERSIONS 15
 
 /**
  * One attention launcher of this lesson, for one head dimension (in its name).
@@ -110,6 +110,16 @@ cudaError_t l05_three_d64(const void *q, const void *k, const void *v, void *o, 
 cudaError_t l05_persist_d64(const void *q, const void *k, const void *v, void *o, float *lse,
                             int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
                             float scale, cudaStream_t stream);
+/** Version 15: version 5 in persistent blocks, one per SM, each walking a list of items fixed
+ * before the launch (under the mask a head's Q tiles in pairs, i with n - 1 - i), head dimension
+ * 64. No counter: launches may overlap. @copydetails l05_launch_fn */
+cudaError_t l05_pairs_d64(const void *q, const void *k, const void *v, void *o, float *lse,
+                          int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                          float scale, cudaStream_t stream);
+/** Version 15, head dimension 128. @copydetails l05_launch_fn */
+cudaError_t l05_pairs_d128(const void *q, const void *k, const void *v, void *o, float *lse,
+                           int batch, int heads, int kv_heads, int seq_q, int seq_kv, int causal,
+                           float scale, cudaStream_t stream);
 /** @} */
 
 /**

@@ -230,6 +230,16 @@ static __device__ __forceinline__ void setmaxnreg_inc_240(void) {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 }
 
+/** The pair for a producer that walks a list of items and needs a few more registers: 32 for the
+ * producer, 232 for each consumer (128 x 32 + 256 x 232 = 63488). */
+static __device__ __forceinline__ void setmaxnreg_dec_32(void) {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 32;\n" ::: "memory");
+}
+/** Raise to 232: the consumers' side of setmaxnreg_dec_32(). */
+static __device__ __forceinline__ void setmaxnreg_inc_232(void) {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+}
+
 /** D (+)= A B, m64n128k16, A and B from shared memory through descriptors, both K-major (the
  * transpose flags 0). d[64]: this thread's share of the 64 x 128 fp32 accumulator. scale_d 0: D =
  * A B (the first k-step); 1: D += A B. */

@@ -50,7 +50,7 @@ static const l05_fp8_entry *fp8_entry(int version) {
   }
 }
 
-/* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, and 8 and 9 (dim 64 only); NULL where a
+/* [version - 1][0: dim 64, 1: dim 128]: versions 1-5, 8 and 9 (dim 64 only) and 15; NULL where a
  * version is not built or is an FP8 version */
 static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {l05_wgmma_d64, l05_wgmma_d128},
@@ -67,6 +67,7 @@ static const l05_launch_fn kLaunch[L05_VERSIONS][2] = {
     {NULL, NULL},
     {NULL, NULL},
     {NULL, NULL},
+    {l05_pairs_d64, l05_pairs_d128},
 };
 
 cudaError_t l05_forward(int version, int dim, const void *q, const void *k, const void *v, void *o,
@@ -268,6 +269,15 @@ static const attn_version kVersions[L05_ROWS] = {
      .supports = supports_fp8,
      .launch = run_fp8,
      .workspace = fp8_workspace},
+    {.name = "pairs-bf16",
+     .summary = "version 5 in persistent blocks, one per SM, each walking a list fixed before the "
+                "launch (under the mask a head's Q tiles in pairs, i with n - 1 - i)",
+     .kind = ATTN_DENSE,
+     .dtype = ATTN_BF16,
+     .min_sm = 90,
+     .writes_lse = 1,
+     .supports = supports,
+     .launch = run},
     {.name = "l04-tiles",
      .summary = "yardstick: lesson 04's version 7 (mma.sync) on the same inputs",
      .kind = ATTN_DENSE,
@@ -329,7 +339,11 @@ static int cpu_part(const attn_options *o) {
   return status;
 }
 
-/* What each version bought: its rate over the previous version's, and over lesson 04's best. */
+/* The version each one is built on (0: none), as its file's header says: 8 on 5 (dim 64 only), 10
+ * on 7, 15 on 5. */
+static const int kBuiltOn[L05_VERSIONS] = {0, 1, 2, 3, 4, 5, 6, 5, 8, 7, 10, 11, 12, 13, 5};
+
+/* What each version bought: its rate over the version it is built on, and over lesson 04's best. */
 static int report(const attn_options *o, const attn_device *dev, const attn_result *r, int n) {
   (void)o;
   if (!dev) return 0;
@@ -337,12 +351,14 @@ static int report(const attn_options *o, const attn_device *dev, const attn_resu
   printf("\nwhat each version bought (median time of the other / this one):\n");
   for (int i = 0; i < n - 1; ++i) {
     if (!r[i].timed || r[i].timing.median_ms <= 0.0) continue;
-    /* the version before it of the same kind (bf16 or FP8) that ran, else the one just before:
-     * version 8 (dim 64 only) against version 5, 9 against 8, 11 against 10, 10 against 7, 7
-     * against 6, 6 against 5 */
-    int p = i - 1;
-    while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
-    if (p < 0) p = i - 1;
+    /* the version it is built on when that ran (kBuiltOn), else the version before it of the
+     * same kind (bf16 or FP8) that ran, else the one just before */
+    int p = i < L05_VERSIONS ? kBuiltOn[i] - 1 : -1;
+    if (p < 0 || !r[p].timed) {
+      p = i - 1;
+      while (p >= 0 && !(r[p].timed && r[p].version->fp8 == r[i].version->fp8)) --p;
+      if (p < 0) p = i - 1;
+    }
     if (p >= 0 && r[p].timed)
       printf("  %d %-11s vs %d %-11s %6.2fx\n", i + 1, r[i].version->name, p + 1,
              r[p].version->name, r[p].timing.median_ms / r[i].timing.median_ms);

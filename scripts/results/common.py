@@ -197,7 +197,11 @@ VERSIONS = {
          "tile over its first 128 keys (S m64n128k32, 64 exponentials a thread, P V over one V^T "
          "panel) where the other 128 are masked for every row: the causal diagonal of even Q "
          "tiles; version 12's pass", "384"],
-        ["15", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
+        ["15", "`v15_persistent_pairs.cu`", "pairs-bf16", "version 5 in persistent blocks, one per "
+         "SM, each walking a list of items fixed before the launch (under the mask a head's Q "
+         "tiles in pairs, i with n - 1 - i, so every pair sees n + 1 KV tiles); the KV ring, the "
+         "turns and a second Q buffer carried from item to item", "384"],
+        ["16", "(yardstick)", "l04-tiles", "lesson 04's version 7 (`mma.sync`) on the same inputs",
          "128"],
     ]),
 }

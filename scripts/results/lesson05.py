@@ -18,6 +18,9 @@ L05_FP8_ROWS = (("fp8-e4m3", "fp8-kernel-only", "fp8-convert"),
                 ("fp8-q-in-kernel", "fp8q-kernel-only", "fp8q-convert"),
                 ("fp8-exp-fma", "fp8x-kernel-only", None),
                 ("fp8-half-tile", "fp8h-kernel-only", None))
+# The version each version is built on, as versions.c's kBuiltOn (the "bought" column's base).
+L05_BUILT_ON = {2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 6, 8: 5, 9: 8, 10: 7, 11: 10, 12: 11, 13: 12, 14: 13,
+                15: 5}
 # (label, shape) of the rows of lessons/05_fa3_hopper/gpu-runs.txt past the four table shapes
 L05_SHAPES = [("batch 1, seq 16384, 16 heads, dim 128", att(1, 16, 16384, 128)),
               ("batch 16, seq 1024, 16 heads, dim 128", att(16, 16, 1024, 128)),
@@ -59,9 +62,13 @@ def r_l05_table(a, ctx):
         if v == last:
             bought = "-"
         else:
-            # over the version before of the same kind (bf16 or FP8) that ran at the shape: version
-            # 8 (dim 64 only) over version 5, version 7 over 6, version 6 over 5
+            # over the version it is built on where that ran at the shape (L05_BUILT_ON: version
+            # 8 over 5, 10 over 7, 15 over 5), else over the version before of the same kind (bf16
+            # or FP8) that ran there
             def before(sh):
+                b = L05_BUILT_ON.get(v)
+                if b and l05_t(a, b, **sh) is not None:
+                    return b
                 fp8 = "fp8" in names[v]
                 ps = [p for p in range(v - 1, 0, -1) if l05_t(a, p, **sh) is not None]
                 same = [p for p in ps if ("fp8" in names[p]) == fp8]
@@ -189,7 +196,7 @@ def r_l05_peers(a, ctx):
                 fp8_cudnn.setdefault(c, []).append((ks, ratio(cf["tflops"], cu and cu["tflops"])))
         ts, best, fp8v = g["ts"], g["best"], g["fp8v"]
         bf16 = [v for v in ts if v not in fp8v]
-        base = ts.get(max(bf16)) if bf16 else None  # the last bf16 version (version 5)
+        base = ts.get(5) if 5 in bf16 else None  # the FP8 goals are over version 5
         for v in fp8v:
             name = g["vs"][v]["impl"].split("-", 1)[1]
             k = next((g["kern"][kn] for vn, kn, _ in L05_FP8_ROWS if vn == name), None)

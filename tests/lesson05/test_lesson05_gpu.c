@@ -54,8 +54,9 @@ static const struct {
     /* versions 11 and 12's blocks take several items each from their counters (560 items at full
      * size, 280 sanitizer-sized, causal) */
     {{2, 70, 10, 400, 383, 128, 0}, {1, 140, 140, 200, 130, 128, 1}, NULL},
-    /* more work items (Q tile, head, sequence) than an H200 has SMs: blocks in several waves,
-     * some with no key to see (causal, q_len > kv_len); the size is the case */
+    /* more work items (Q tile, head, sequence) than an H200 has SMs: blocks in several waves
+     * (version 15: several items a block, in pairs under the mask), some with no key to see
+     * (causal, q_len > kv_len); the size is the case */
     {{2, 16, 4, 1100, 700, 128, 1}, {0}, "a grid of 288 blocks, some that see no key"},
     {{1, 48, 8, 700, 1300, 64, 0}, {0}, "a grid of 288 blocks"},
     /* version 9's blocks take several items each from its counter (Q tiles of 192 rows: 1152
