@@ -132,4 +132,23 @@ static ATTN_HD void attn_causal_item(int item, int n_q_tiles, int grp, int grp_b
   *bh = g0 + j % gs;
 }
 
+/** A persistent grid's lists fixed before the launch (lesson 05's version 15): place @p k of block
+ *  @p b's list among @p grid blocks, as an index into the items (Q tiles, then (sequence, head)
+ *  pairs; attn_pair_item() turns it into a Q tile). Without the mask block b takes items b, b +
+ *  grid, b + 2 grid, ...; with it the items go two by two, a pair of places 2p and 2p + 1 at a
+ *  time: pairs b, b + grid, ... */
+static ATTN_HD int attn_pair_place(int k, int grid, int b, int causal) {
+  return causal ? 2 * (b + (k >> 1) * grid) + (k & 1) : b + k * grid;
+}
+
+/** Item @p item's Q tile and (sequence, head) pair for attn_pair_place()'s lists: items run over
+ *  a pair's @p n_q_tiles Q tiles, then the pairs. With the mask the tiles go two by two, tile j
+ *  beside tile n_q_tiles - 1 - j (places 2j and 2j + 1 of the pair's), which under the causal mask
+ *  with seq_q == seq_kv see n_q_tiles + 1 KV tiles together, whatever j. */
+static ATTN_HD void attn_pair_item(int item, int n_q_tiles, int causal, int *q_tile, int *bh) {
+  *bh = item / n_q_tiles;
+  const int j = item % n_q_tiles;
+  *q_tile = causal ? ((j & 1) ? n_q_tiles - 1 - (j >> 1) : (j >> 1)) : j;
+}
+
 #endif /* ATTN_CAUSAL_H */

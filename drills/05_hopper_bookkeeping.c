@@ -1,7 +1,7 @@
 /* Drill for lesson 05: the bookkeeping of a Hopper kernel, which fails silently when it is wrong (a
  * hang, or wrong numbers with no error).
  *
- * Fill in the eight functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
+ * Fill in the nine functions below (the contracts are in lessons/05_fa3_hopper/hopper_layout.h),
  * then run `make drill-5`: the checklist tests say which answers are wrong. The lesson's own
  * answers are in lessons/05_fa3_hopper/hopper_layout.c; try without looking. Hints: a stage is used
  * once every `stages` tiles, and each use completes one phase of its barrier; a fresh barrier sits
@@ -10,6 +10,7 @@
  * order: find the group sizes first, then which group an item falls in, then its place there. The
  * exponential: a union of a float and a uint32_t reads the bits; the multiply by 2^15 is allowed to
  * overflow (unsigned arithmetic wraps). The half tile: which row of the Q tile sees the most keys?
+ * The pairs' lists: the place in the items first, then which Q tile sits at that place of its pair.
  */
 #include "hopper_layout.h"
 
@@ -52,4 +53,11 @@ float l05_exp2_fma(float x) {
 int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal) {
   (void)q0, (void)br, (void)seq_q, (void)seq_kv, (void)bc, (void)causal;
   return 0;
+}
+
+int l05_pair_item(int k, int grid, int block, int n_q_tiles, int n_pairs, int causal, int *q_tile,
+                  int *pair) {
+  (void)k, (void)grid, (void)block, (void)n_q_tiles, (void)n_pairs, (void)causal, (void)q_tile,
+      (void)pair;
+  return -1;
 }

@@ -1,6 +1,8 @@
 /* Lesson 05's drill, the lesson's answers (contracts in hopper_layout.h). */
 #include "hopper_layout.h"
 
+#include <limits.h>
+
 #include "fp8_workspace.cuh"
 
 #include "attn_causal.h"
@@ -78,4 +80,16 @@ float l05_exp2_fma(float x) {
 int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal) {
   if (br < 1 || bc < 2 || bc % 2) return -1;
   return attn_last_tile_half(q0, br, seq_q, seq_kv, bc, causal);
+}
+
+/* Version 15's own list (attn_causal.h): the place in the items, then the item's Q tile. */
+int l05_pair_item(int k, int grid, int block, int n_q_tiles, int n_pairs, int causal, int *q_tile,
+                  int *pair) {
+  if (k < 0 || grid < 1 || block < 0 || block >= grid || n_q_tiles < 1 || n_pairs < 1 || !q_tile ||
+      !pair || (long long)n_q_tiles * n_pairs > INT_MAX / 2 || k > INT_MAX / 2 / grid)
+    return -1;
+  const int item = attn_pair_place(k, grid, block, causal);
+  if (item >= n_q_tiles * n_pairs) return 1;
+  attn_pair_item(item, n_q_tiles, causal, q_tile, pair);
+  return 0;
 }

@@ -105,6 +105,19 @@ float l05_exp2_fma(float x);
  */
 int l05_last_tile_half(int q0, int br, int seq_q, int seq_kv, int bc, int causal);
 
+/**
+ * Place @p k of block @p block's list in a persistent grid of @p grid blocks that deals its items
+ * before the launch (version 15): without the mask block b takes items b, b + grid, b + 2 grid,
+ * ...; with it a (sequence, head) pair's Q tiles go two by two, tile j beside tile n_q_tiles - 1 -
+ * j, and block b takes the two-by-twos b, b + grid, ... Items run over a pair's n_q_tiles Q tiles,
+ * then the @p n_pairs pairs.
+ * @return 0, with *q_tile and *pair set; 1 when block's list holds fewer than k + 1 items; -1 when
+ *         k, grid or n_q_tiles or n_pairs is out of range, block is not in [0, grid), or a pointer
+ * is NULL
+ */
+int l05_pair_item(int k, int grid, int block, int n_q_tiles, int n_pairs, int causal, int *q_tile,
+                  int *pair);
+
 #ifdef __cplusplus
 }
 #endif

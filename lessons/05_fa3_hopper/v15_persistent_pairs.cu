@@ -172,26 +172,8 @@ static __device__ __forceinline__ void persistent_turns(
   }
 }
 
-/** Place @p k of block @p b's list (G = @p nblk blocks), as an index into the items: without the
- * mask b + k G; with it pair b + (k / 2) G, its first or second item. */
-static __device__ __forceinline__ int pp_item(int k, int nblk, int b, int causal) {
-  return causal ? 2 * (b + (k >> 1) * nblk) + (k & 1) : b + k * nblk;
-}
-
-/** Item @p item's Q tile and (batch, head): items run over a head's Q tiles, heads, then batches.
- * With the mask the head's tiles are taken in pairs: items 2p and 2p + 1 of a head are its tiles p
- * and n - 1 - p. */
-static __device__ __forceinline__ void pp_coords(int item, int n_q_tiles, int causal, int *q_tile,
-                                                 int *bh) {
-  /* unsigned: every value is non-negative, and unsigned division is the shorter code (the producer
-   * has 24 registers) */
-  *bh = item / n_q_tiles;
-  const int j = item % n_q_tiles;
-  *q_tile = causal ? ((j & 1) ? n_q_tiles - 1 - (j >> 1) : (j >> 1)) : j;
-}
-
-/** One block per SM, each walking its list of items (pp_item()); bf16 in and out: warpgroup 0
- * loads, warpgroups 1 and 2 compute 64 rows each of every item and write them with their
+/** One block per SM, each walking its list of items (attn_pair_place()); bf16 in and out: warpgroup
+ * 0 loads, warpgroups 1 and 2 compute 64 rows each of every item and write them with their
  * log-sum-exp. */
 static __global__ void __launch_bounds__(FA_THREADS, 1)
     PP_KERNEL(const __grid_constant__ CUtensorMap tm_q,  // Q, boxes of 64 x FA_BR
@@ -232,9 +214,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     if (threadIdx.x < 32) {
       const int leader = threadIdx.x == 0;
       int t = 0; /* tiles loaded so far, over the whole list */
-      for (int k = 0; pp_item(k, gridDim.x, blockIdx.x, causal) < n_items; ++k) {
+      for (int k = 0; attn_pair_place(k, gridDim.x, blockIdx.x, causal) < n_items; ++k) {
         int q_tile, bh;
-        pp_coords(pp_item(k, gridDim.x, blockIdx.x, causal), n_q_tiles, causal, &q_tile, &bh);
+        attn_pair_item(attn_pair_place(k, gridDim.x, blockIdx.x, causal), n_q_tiles, causal,
+                       &q_tile, &bh);
         const int h = bh % heads, b = bh / heads;
         const int kvh = h / (heads / kv_heads);
         const int q0 = q_tile * FA_BR;
@@ -245,10 +228,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
           tma_tile(sQ_a + qb * FA_Q_BYTES, &tm_q, bar_q + 8 * qb, FA_BR, h, q0, b);
 #if FA_PREFETCH_NEXT
           /* the item after this one: its Q into L2, nothing waits on it (dim 128, as version 5) */
-          const int nx = pp_item(k + 1, gridDim.x, blockIdx.x, causal);
+          const int nx = attn_pair_place(k + 1, gridDim.x, blockIdx.x, causal);
           if (nx < n_items) {
             int nq, nbh;
-            pp_coords(nx, n_q_tiles, causal, &nq, &nbh);
+            attn_pair_item(nx, n_q_tiles, causal, &nq, &nbh);
 #pragma unroll
             for (int p = 0; p < FA_PANELS; ++p)
               tma_prefetch_4d(&tm_q, p * 64, nbh % heads, nq * FA_BR, nbh / heads);
@@ -278,9 +261,10 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
     int t = 0;       /* tiles consumed so far, over the whole list */
     int pending = 0; /* warpgroup 1 handed the turn over at the end of its last item with tiles */
     int handed = 0;  /* the same, kept by both warpgroups */
-    for (int k = 0; pp_item(k, gridDim.x, blockIdx.x, causal) < n_items; ++k) {
+    for (int k = 0; attn_pair_place(k, gridDim.x, blockIdx.x, causal) < n_items; ++k) {
       int q_tile, bh;
-      pp_coords(pp_item(k, gridDim.x, blockIdx.x, causal), n_q_tiles, causal, &q_tile, &bh);
+      attn_pair_item(attn_pair_place(k, gridDim.x, blockIdx.x, causal), n_q_tiles, causal, &q_tile,
+                     &bh);
       const int h = bh % heads, b = bh / heads;
       const int q0 = q_tile * FA_BR;
       const int n_tiles = attn_kv_tiles_visited(q0, FA_BR, seq_q, seq_kv, FA_BC, causal);
@@ -300,14 +284,14 @@ static __global__ void __launch_bounds__(FA_THREADS, 1)
         persistent_turns(acc, row_m, row_l, q_base, sK_a, sV_a, full_k, full_v, empty_k, empty_v,
                          n_tiles, n_unmasked, wg, lane, q0, wr0, g, t4, seq_kv, causal, diag,
                          scale_log2, (t & ~1) | 1, &pending,
-                         pp_item(k + 1, gridDim.x, blockIdx.x, causal) >= n_items);
+                         attn_pair_place(k + 1, gridDim.x, blockIdx.x, causal) >= n_items);
       else
         persistent_turns(acc, row_m, row_l, q_base, sK_a, sV_a, full_k, full_v, empty_k, empty_v,
                          n_tiles, n_unmasked, wg, lane, q0, wr0, g, t4, seq_kv, causal, diag,
                          scale_log2, t & ~1, &pending,
-                         pp_item(k + 1, gridDim.x, blockIdx.x, causal) >= n_items);
+                         attn_pair_place(k + 1, gridDim.x, blockIdx.x, causal) >= n_items);
       t += n_tiles;
-      if (n_tiles > 0) handed = pp_item(k + 1, gridDim.x, blockIdx.x, causal) < n_items;
+      if (n_tiles > 0) handed = attn_pair_place(k + 1, gridDim.x, blockIdx.x, causal) < n_items;
 #if FA_O_BY_TMA
       (void)o;
       store_o_tma(&tm_o, qbuf, lse, acc, row_m, row_l, q0, wg, warp, g, t4, seq_q, b, h, bh);
@@ -334,7 +318,8 @@ extern "C" cudaError_t PP_LAUNCH(const void *q, const void *k, const void *v, vo
   ATTN_TRY(attn_check_shape(batch, heads, kv_heads, seq_q, seq_kv));
   const int n_q_tiles = attn_cdiv(seq_q, FA_BR);
   const long long items = (long long)n_q_tiles * batch * heads;
-  if (items > INT_MAX / 2) return cudaErrorInvalidConfiguration; /* pp_item() doubles pairs */
+  if (items > INT_MAX / 2)
+    return cudaErrorInvalidConfiguration; /* attn_pair_place() doubles pairs */
   CUtensorMap tm_q, tm_k, tm_v, tm_o;
   ATTN_TRY(l05_tensor_map(&tm_q, q, batch, seq_q, heads, HEAD_DIM, FA_BR));
   ATTN_TRY(l05_tensor_map(&tm_k, k, batch, seq_kv, kv_heads, HEAD_DIM, FA_BC));

@@ -262,6 +262,90 @@ START_TEST(last_tile_half_where_no_row_sees_the_second_half) {
 }
 END_TEST
 
+/* Version 15's lists (l05_pair_item(), which calls the kernel's attn_pair_place() and
+ * attn_pair_item()): every item in exactly one block's list; under the mask a list's items two by
+ * two, tile j then tile n - 1 - j of one pair; and every block's work, counted in the KV tiles its
+ * items visit at seq_q == seq_kv (tile t visits t + 1 under the mask, n without it), within one
+ * two-by-two of every other block's (one item without the mask). */
+START_TEST(pair_lists_take_every_item_once_and_even_out_the_mask) {
+  static const int kShapes[][3] = {/* Q tiles, pairs, blocks */
+                                   {16, 128, 132}, {128, 16, 132}, {24, 80, 132}, {32, 64, 132},
+                                   {5, 3, 4},      {1, 7, 3},      {7, 5, 132},   {2, 1, 1}};
+  for (size_t c = 0; c < sizeof kShapes / sizeof kShapes[0]; ++c)
+    for (int causal = 0; causal <= 1; ++causal) {
+      const int nq = kShapes[c][0], np = kShapes[c][1], grid = kShapes[c][2];
+      char *seen = calloc((size_t)nq * np, 1);
+      ck_assert_ptr_nonnull(seen);
+      long lo = -1, hi = -1;
+      for (int b = 0; b < grid; ++b) {
+        long work = 0;
+        int prev_t = -1, prev_p = -1, k = 0, t = -1, pr = -1, rc;
+        while ((rc = l05_pair_item(k, grid, b, nq, np, causal, &t, &pr)) == 0) {
+          ck_assert_msg(t >= 0 && t < nq && pr >= 0 && pr < np,
+                        "block %d place %d: tile %d pair %d", b, k, t, pr);
+          ck_assert_msg(!seen[(size_t)pr * nq + t],
+                        "tiles %d pairs %d grid %d causal %d: tile %d "
+                        "of pair %d twice",
+                        nq, np, grid, causal, t, pr);
+          seen[(size_t)pr * nq + t] = 1;
+          work += causal ? t + 1 : nq;
+          if (causal && (k & 1) && nq % 2 == 0)
+            ck_assert_msg(pr == prev_p && t + prev_t == nq - 1,
+                          "block %d places %d, %d: tiles %d and %d of pairs %d and %d", b, k - 1, k,
+                          prev_t, t, prev_p, pr);
+          prev_t = t, prev_p = pr, ++k;
+        }
+        ck_assert_int_eq(rc, 1);
+        lo = lo < 0 || work < lo ? work : lo;
+        hi = work > hi ? work : hi;
+      }
+      for (int i = 0; i < nq * np; ++i)
+        ck_assert_msg(seen[i], "tiles %d pairs %d grid %d causal %d: item %d in no list", nq, np,
+                      grid, causal, i);
+      free(seen);
+      if (!causal)
+        ck_assert_msg(hi - lo <= nq, "lists of %ld to %ld tiles", lo, hi);
+      else if (nq % 2 == 0)
+        ck_assert_msg(hi - lo <= nq + 1, "lists of %ld to %ld tiles under the mask", lo, hi);
+    }
+  int t = 0, pr = 0;
+  ck_assert_int_eq(l05_pair_item(-1, 4, 0, 4, 4, 1, &t, &pr), -1);
+  ck_assert_int_eq(l05_pair_item(0, 0, 0, 4, 4, 1, &t, &pr), -1);
+  ck_assert_int_eq(l05_pair_item(0, 4, 4, 4, 4, 1, &t, &pr), -1);
+  ck_assert_int_eq(l05_pair_item(0, 4, 0, 0, 4, 1, &t, &pr), -1);
+  ck_assert_int_eq(l05_pair_item(0, 4, 0, 4, 4, 1, NULL, &pr), -1);
+}
+END_TEST
+
+/* Seq 2048 in Q tiles of 128 rows (16 a head), batch 8 x 16 heads, 132 blocks, with the mask:
+ * 1024 two-by-twos, so blocks 0-99 take 8 and blocks 100-131 take 7 (the README's "8 for the
+ * busiest, 7.76 on average"). Block 0 starts with pair 0's tiles 0 and 15, then takes two-by-two
+ * 132: items 264 and 265, pair 16's tiles 4 and 11. */
+START_TEST(pair_lists_worked_example) {
+  int t = -1, pr = -1;
+  ck_assert_int_eq(l05_pair_item(0, 132, 0, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(t, 0);
+  ck_assert_int_eq(pr, 0);
+  ck_assert_int_eq(l05_pair_item(1, 132, 0, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(t, 15);
+  ck_assert_int_eq(pr, 0);
+  ck_assert_int_eq(l05_pair_item(2, 132, 0, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(t, 4);
+  ck_assert_int_eq(pr, 16);
+  ck_assert_int_eq(l05_pair_item(3, 132, 0, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(t, 11);
+  ck_assert_int_eq(pr, 16);
+  ck_assert_int_eq(l05_pair_item(15, 132, 99, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(l05_pair_item(16, 132, 99, 16, 128, 1, &t, &pr), 1);
+  ck_assert_int_eq(l05_pair_item(13, 132, 100, 16, 128, 1, &t, &pr), 0);
+  ck_assert_int_eq(l05_pair_item(14, 132, 100, 16, 128, 1, &t, &pr), 1);
+  /* without the mask, block 5's third item is item 5 + 2 x 132 = 269: pair 16, tile 13 */
+  ck_assert_int_eq(l05_pair_item(2, 132, 5, 16, 128, 0, &t, &pr), 0);
+  ck_assert_int_eq(t, 13);
+  ck_assert_int_eq(pr, 16);
+}
+END_TEST
+
 /* Batch 2 x 16 heads at seq 8192 (64 Q tiles of 128 rows), 132 blocks, two waves: at least
  * ceil(264 / 64) = 5 pairs a group, so 32 / 5 = 6 groups, of 6, 6, 5, 5, 5 and 5 pairs. */
 START_TEST(causal_order_worked_example) {
@@ -302,6 +386,8 @@ int main(void) {
   tcase_add_test(tc, causal_order_worked_example);
   tcase_add_test(tc, exp2_from_the_bits);
   tcase_add_test(tc, last_tile_half_where_no_row_sees_the_second_half);
+  tcase_add_test(tc, pair_lists_take_every_item_once_and_even_out_the_mask);
+  tcase_add_test(tc, pair_lists_worked_example);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
