@@ -4,7 +4,8 @@
 #
 #   scripts/sass-dump.sh PROGRAM
 #
-# The SASS checks (check-sass.sh, check-wait-placement.sh, check-turn-placement.sh) run several
+# The SASS checks (check-sass.sh, check-wait-placement.sh, check-turn-placement.sh,
+# check-warpsync.sh) run several
 # times on each lesson's program, and dumping a program of every head dimension's kernels takes
 # cuobjdump most of a minute; the first check of a build pays it, the others read the file.
 set -u
