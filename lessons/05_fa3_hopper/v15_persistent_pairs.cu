@@ -72,13 +72,17 @@
  * start to a swizzle atom. */
 #define PP_SMEM_BYTES (2 * FA_Q_BYTES + 4 * FA_TILE_BYTES + 128 + 1024)
 
-/** The registers of the two roles: at dim 64 the producer's walk over the list did not fit 24
+/* The registers of the two roles: at dim 64 the producer's walk over the list did not fit 24
  * (ptxas spilled one value), and the consumers, whose O is 32 floats, fit 232. */
 #if HEAD_DIM == 64
+/** The producer warpgroup's registers: 32 at dim 64. */
 #define PP_PRODUCER_REGS setmaxnreg_dec_32
+/** The consumer warpgroups' registers: 232 at dim 64. */
 #define PP_CONSUMER_REGS setmaxnreg_inc_232
 #else
+/** The producer warpgroup's registers: 24, as version 5's. */
 #define PP_PRODUCER_REGS setmaxnreg_dec_24
+/** The consumer warpgroups' registers: 240, as version 5's. */
 #define PP_CONSUMER_REGS setmaxnreg_inc_240
 #endif
 
