@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""The archive's ratios: each variant's FP8 rows (version 2) against the tree's in the same call,
+and in call D the bf16 and FP8 rows with the merge kernel against the merge inside."""
+import csv
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rows(name, impls):
+    out = {}
+    for r in csv.DictReader(open(os.path.join(HERE, name))):
+        if r['impl'] in impls:
+            out[(r['impl'], int(r['batch']), int(r['seq_kv']), int(r['seq_q']))] = float(r['ms'])
+    return out
+
+
+FP8 = ('l10-v2-fp8-causal',)
+for call, names in (('B', ('t', 'p', 'q')), ('C', ('t', 'r', 's'))):
+    tab = {v: rows(f'peers-{call.lower()}-{v}.csv', FP8) for v in names}
+    print(f'call {call}: version 2 (FP8 cache, causal, dim 128), ms, and the tree / variant')
+    for k in sorted(tab['t']):
+        t = tab['t'][k]
+        cells = ' '.join(f'{v} {tab[v][k]:.4f} ({t / tab[v][k]:.3f}x)' for v in names[1:])
+        print(f'  batch {k[1]:3d} keys {k[2]:5d} tokens {k[3]:2d}: t {t:.4f} | {cells}')
+print('call D: the merge kernel (m) against the merge inside (t), two libraries each, ms')
+d = {v: rows(f'peers-d-{v}.csv', ('l10-v1-draft-causal', 'l10-v2-fp8-causal',
+                                  'l10-v4-wgmma-causal')) for v in ('t1', 't2', 'm1', 'm2')}
+for k in sorted(d['t1']):
+    t = (d['t1'][k] + d['t2'][k]) / 2
+    m = (d['m1'][k] + d['m2'][k]) / 2
+    print(f'  {k[0]:22s} batch {k[1]:3d} keys {k[2]} tokens {k[3]}: inside {d["t1"][k]:.4f} '
+          f'{d["t2"][k]:.4f} | kernel {d["m1"][k]:.4f} {d["m2"][k]:.4f} | {t / m:.3f}x')
