@@ -31,16 +31,18 @@ for k in sorted(d['t1']):
     m = (d['m1'][k] + d['m2'][k]) / 2
     print(f'  {k[0]:22s} batch {k[1]:3d} keys {k[2]} tokens {k[3]}: inside {d["t1"][k]:.4f} '
           f'{d["t2"][k]:.4f} | kernel {d["m1"][k]:.4f} {d["m2"][k]:.4f} | {t / m:.3f}x')
-print('call E: the sequences cut into k chunks by the plan (L10_SPLITS; tree: the rule), ms, two '
-      'processes where two are given')
-e = {}
-for name in sorted(os.listdir(HERE)):
-    if name.startswith('peers-e-k'):
-        k = name[len('peers-e-k'):].rsplit('-', 1)[0]
+for call in ('e', 'f'):
+    print(f'call {call.upper()}: the sequences cut into k chunks by the plan (L10_SPLITS; tree: '
+          'the rule), ms, two processes where two are given')
+    e = {}
+    for name in sorted(os.listdir(HERE)):
+        if not name.startswith(f'peers-{call}-k'):
+            continue
+        k = name[len(f'peers-{call}-k'):-len('.csv')].split('-')[0]
         for key, ms in rows(name, ('l10-v1-draft-causal', 'l10-v2-fp8-causal',
                                    'l10-v4-wgmma-causal')).items():
             e.setdefault(key, {}).setdefault(k, []).append(ms)
-for key in sorted(e):
-    cells = ' | '.join(f'{k} ' + ' '.join(f'{ms:.4f}' for ms in e[key][k])
-                       for k in ('tree', '1', '2', '3', '4', '6') if k in e[key])
-    print(f'  {key[0]:22s} batch {key[1]:3d} keys {key[2]} tokens {key[3]}: {cells}')
+    for key in sorted(e):
+        cells = ' | '.join(f'{k} ' + ' '.join(f'{ms:.4f}' for ms in e[key][k])
+                           for k in ('tree', '1', '2', '3', '4', '6') if k in e[key])
+        print(f'  {key[0]:22s} batch {key[1]:3d} keys {key[2]} tokens {key[3]}: {cells}')
